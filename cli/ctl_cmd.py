@@ -1,0 +1,173 @@
+"""`pebrel ctl ...`: the full protocol, one command per method (R8.3)."""
+
+from __future__ import annotations
+
+import click
+
+from cli.output import (
+    call,
+    pretty_option,
+    prompt_then_wait,
+    prune,
+    wait_timeout_s,
+    window_option,
+)
+from cli.pane_cmd import CLI_WAIT_TIMEOUT_MS, WAIT_STATES
+
+pane_option = click.option("--pane", "pane_id", type=click.IntRange(min=1), required=True)
+
+
+@click.group()
+def ctl() -> None:
+    """Full protocol commands; each prints one response envelope."""
+
+
+@ctl.command("describe")
+@pretty_option
+def describe(pretty: bool) -> None:
+    """runtime.describe: versions, capabilities, features, env contract."""
+    call("runtime.describe", {}, pretty)
+
+
+@ctl.command("snapshot")
+@pretty_option
+def snapshot(pretty: bool) -> None:
+    """runtime.snapshot: windows, tabs, panes, task states, revision."""
+    call("runtime.snapshot", {}, pretty)
+
+
+@ctl.command("read")
+@window_option
+@pane_option
+@click.option("--lines", type=click.IntRange(1, 2000))
+@pretty_option
+def read(window_id: int | None, pane_id: int, lines: int | None, pretty: bool) -> None:
+    """pane.read."""
+    call("pane.read", prune(window_id=window_id, pane_id=pane_id, lines=lines), pretty)
+
+
+@ctl.command("run")
+@window_option
+@pane_option
+@click.option("--command", "command", required=True)
+@click.option("--no-wait", is_flag=True)
+@click.option("--timeout-ms", type=click.IntRange(min=1))
+@pretty_option
+def run(
+    window_id: int | None,
+    pane_id: int,
+    command: str,
+    no_wait: bool,
+    timeout_ms: int | None,
+    pretty: bool,
+) -> None:
+    """pane.run: real exit code from OSC 133."""
+    params = prune(
+        window_id=window_id,
+        pane_id=pane_id,
+        command=command,
+        wait=False if no_wait else None,
+        timeout_ms=timeout_ms,
+    )
+    call("pane.run", params, pretty, wait_timeout_s(timeout_ms, 600_000))
+
+
+@ctl.command("focus")
+@window_option
+@click.option("--pane", "pane_id", type=click.IntRange(min=1))
+@pretty_option
+def focus(window_id: int | None, pane_id: int | None, pretty: bool) -> None:
+    """window.focus: a window, or a pane."""
+    if window_id is None and pane_id is None:
+        raise click.UsageError("give --window, --pane or both")
+    call("window.focus", prune(window_id=window_id, pane_id=pane_id), pretty)
+
+
+@ctl.command("new-tab")
+@window_option
+@click.option("--cwd")
+@click.option("--shell")
+@pretty_option
+def new_tab(window_id: int | None, cwd: str | None, shell: str | None, pretty: bool) -> None:
+    """tab.new."""
+    call("tab.new", prune(window_id=window_id, cwd=cwd, shell=shell), pretty)
+
+
+@ctl.command("split")
+@window_option
+@click.option("--pane", "pane_id", type=click.IntRange(min=1))
+@click.option(
+    "--direction",
+    type=click.Choice(["right", "down", "left_right", "top_bottom"]),
+    required=True,
+)
+@click.option("--cwd")
+@click.option("--shell")
+@pretty_option
+def split(
+    window_id: int | None,
+    pane_id: int | None,
+    direction: str,
+    cwd: str | None,
+    shell: str | None,
+    pretty: bool,
+) -> None:
+    """pane.split (the focused pane unless --pane)."""
+    params = prune(window_id=window_id, pane_id=pane_id, direction=direction, cwd=cwd, shell=shell)
+    call("pane.split", params, pretty)
+
+
+@ctl.command("prompt")
+@window_option
+@pane_option
+@click.option("--text", required=True)
+@click.option("--no-submit", is_flag=True)
+@click.option(
+    "--wait", "wait_state", is_flag=False, flag_value="settled", default=None, type=WAIT_STATES
+)
+@click.option("--timeout-ms", type=click.IntRange(min=0))
+@pretty_option
+def prompt(
+    window_id: int | None,
+    pane_id: int,
+    text: str,
+    no_submit: bool,
+    wait_state: str | None,
+    timeout_ms: int | None,
+    pretty: bool,
+) -> None:
+    """pane.prompt (then pane.wait from the post-submit baseline with --wait)."""
+    if no_submit and wait_state is not None:
+        raise click.UsageError("--no-submit and --wait contradict each other")
+    if wait_state is not None and timeout_ms is None:
+        timeout_ms = CLI_WAIT_TIMEOUT_MS
+    params = prune(window_id=window_id, pane_id=pane_id, text=text, submit=not no_submit)
+    prompt_then_wait(params, wait_state, timeout_ms, pretty)
+
+
+@ctl.command("wait")
+@window_option
+@pane_option
+@click.option("--state", type=WAIT_STATES, default="settled", show_default=True)
+@click.option("--after-seq", type=click.IntRange(min=1))
+@click.option(
+    "--timeout-ms", type=click.IntRange(min=0), default=CLI_WAIT_TIMEOUT_MS, show_default=True
+)
+@pretty_option
+def wait(
+    window_id: int | None,
+    pane_id: int,
+    state: str,
+    after_seq: int | None,
+    timeout_ms: int,
+    pretty: bool,
+) -> None:
+    """pane.wait."""
+    params = prune(
+        window_id=window_id,
+        pane_id=pane_id,
+        state=state,
+        after_seq=after_seq,
+        timeout_ms=timeout_ms,
+    )
+    call("pane.wait", params, pretty, wait_timeout_s(timeout_ms, CLI_WAIT_TIMEOUT_MS))

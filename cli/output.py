@@ -1,0 +1,111 @@
+"""Shared CLI plumbing: one request function, one way to print envelopes, exit statuses.
+
+Exit statuses (DESIGN "Result shapes"): 0 ok; 1 the runtime answered an error envelope; 2 usage
+error (click); 3 no runtime reachable (a `runtime_unavailable` envelope is still printed).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from pebrel.client import DEFAULT_TIMEOUT_S, Client, RuntimeUnavailable, unavailable_envelope
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+WINDOW_ENV = ["PEBREL_WINDOW_ID", "NEBULA_WINDOW_ID"]
+
+pretty_option = click.option("--pretty", is_flag=True, help="Indent the JSON output.")
+window_option = click.option(
+    "--window",
+    "window_id",
+    type=click.IntRange(min=1),
+    envvar=WINDOW_ENV,
+    show_envvar=True,
+    help="Window of the pane (default: the calling pane's window, PEBREL_WINDOW_ID).",
+)
+
+
+def emit(envelope: dict[str, Any], pretty: bool) -> None:
+    click.echo(json.dumps(envelope, indent=2 if pretty else None, ensure_ascii=False))
+
+
+class Unreachable(Exception):
+    def __init__(self, envelope: dict[str, Any]) -> None:
+        super().__init__(envelope["error"]["message"])
+        self.envelope = envelope
+
+
+def request(
+    method: str, params: dict[str, Any], timeout_s: float = DEFAULT_TIMEOUT_S
+) -> dict[str, Any]:
+    """Send one request; return its envelope; raise Unreachable when no runtime answers."""
+    try:
+        with Client(timeout_s=timeout_s) as client:
+            return client.call(method, params)
+    except (RuntimeUnavailable, OSError) as exc:
+        raise Unreachable(unavailable_envelope(str(exc))) from exc
+
+
+def finish(envelope: dict[str, Any], pretty: bool) -> NoReturn:
+    emit(envelope, pretty)
+    sys.exit(EXIT_OK if envelope.get("ok") else EXIT_ERROR)
+
+
+def call(
+    method: str,
+    params: dict[str, Any],
+    pretty: bool,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> NoReturn:
+    """Request, print the envelope, exit with the matching status."""
+    try:
+        envelope = request(method, params, timeout_s)
+    except Unreachable as exc:
+        emit(exc.envelope, pretty)
+        sys.exit(EXIT_UNAVAILABLE)
+    finish(envelope, pretty)
+
+
+def prune(**params: Any) -> dict[str, Any]:
+    """Params without the options the user did not give."""
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def wait_timeout_s(timeout_ms: int | None, default_ms: int) -> float:
+    return (timeout_ms if timeout_ms is not None else default_ms) / 1000 + 10
+
+
+def prompt_then_wait(
+    params: dict[str, Any], state: str | None, timeout_ms: int | None, pretty: bool
+) -> NoReturn:
+    """pane.prompt, then (if asked) pane.wait with the post-submit seq as baseline (R5.5)."""
+    from pebrel.model import WAIT_DEFAULT_TIMEOUT_MS
+
+    try:
+        sent = request("pane.prompt", params)
+        if state is None or not sent.get("ok"):
+            finish(sent, pretty)
+        result = sent["result"]
+        wait_params = prune(
+            window_id=result["window_id"],
+            pane_id=result["pane_id"],
+            state=state,
+            after_seq=result["state_change_seq"],
+            timeout_ms=timeout_ms,
+        )
+        waited = request(
+            "pane.wait", wait_params, wait_timeout_s(timeout_ms, WAIT_DEFAULT_TIMEOUT_MS)
+        )
+    except Unreachable as exc:
+        emit(exc.envelope, pretty)
+        sys.exit(EXIT_UNAVAILABLE)
+    if waited.get("ok"):
+        waited["result"]["submitted"] = True
+    finish(waited, pretty)

@@ -1,0 +1,122 @@
+"""The client library: find the runtime, send one request, read its answer.
+
+Deliberately light (socket + json): every CLI call imports it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from pebrel.datadir import PortFileError, PortInfo, data_dir, pid_alive, read_port_file
+from pebrel.envelope import RequestId, encode_request, error_response
+from pebrel.errors import ErrorCode, PebrelError
+
+#: Default deadline of one client call, in seconds (waiting calls add their own timeout).
+DEFAULT_TIMEOUT_S = 30.0
+CONNECT_TIMEOUT_S = 5.0
+_ids = itertools.count(1)
+
+
+class RuntimeUnavailable(Exception):
+    """No runtime answers for this data dir; the message says why."""
+
+
+def locate(directory: Path | None = None) -> PortInfo:
+    try:
+        info = read_port_file(directory)
+    except PortFileError as exc:
+        raise RuntimeUnavailable(f"no runtime is running ({exc})") from exc
+    if not pid_alive(info.pid):
+        raise RuntimeUnavailable(
+            f"stale runtime.port: process {info.pid} is gone (run `pebrel runtime start`)"
+        )
+    return info
+
+
+class Client:
+    """One persistent connection to the runtime."""
+
+    def __init__(self, directory: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.directory = directory or data_dir()
+        self.info = locate(self.directory)
+        try:
+            self.sock = socket.create_connection(
+                ("127.0.0.1", self.info.port), timeout=CONNECT_TIMEOUT_S
+            )
+        except OSError as exc:
+            raise RuntimeUnavailable(
+                f"runtime on port {self.info.port} does not accept connections: {exc}"
+            ) from exc
+        self.sock.settimeout(timeout_s)
+        self.reader = self.sock.makefile("rb")
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> RequestId:
+        request_id = next(_ids)
+        self.sock.sendall(
+            encode_request(method, params, request_id=request_id, token=self.info.token)
+        )
+        return request_id
+
+    def read_line(self) -> dict[str, Any]:
+        line = self.reader.readline()
+        if not line:
+            raise RuntimeUnavailable("the runtime closed the connection")
+        obj: dict[str, Any] = json.loads(line)
+        return obj
+
+    def call(
+        self, method: str, params: dict[str, Any] | None = None, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """Send a request and return its response envelope (ok or error)."""
+        if timeout_s is not None:
+            self.sock.settimeout(timeout_s)
+        request_id = self.send(method, params)
+        try:
+            while True:
+                response = self.read_line()
+                if response.get("id") == request_id:
+                    return response
+        except TimeoutError as exc:
+            raise RuntimeUnavailable(f"no answer to {method} in time") from exc
+
+    def ping(self) -> str:
+        self.sock.sendall(f"PING {self.info.token}\n".encode())
+        return self.reader.readline().decode().strip()
+
+
+def unavailable_envelope(message: str) -> dict[str, Any]:
+    return error_response(None, PebrelError(ErrorCode.RUNTIME_UNAVAILABLE, message))
+
+
+def wait_until_answering(directory: Path, pid: int | None, timeout_s: float) -> PortInfo:
+    """Poll for a runtime.port of `pid` (any if None) that answers PING; used by `runtime start`."""
+    deadline = time.monotonic() + timeout_s
+    last = "runtime did not write runtime.port"
+    while time.monotonic() < deadline:
+        try:
+            info = read_port_file(directory)
+            if pid is None or info.pid == pid:
+                with Client(directory, timeout_s=5) as client:
+                    if client.ping().startswith("PONG"):
+                        return info
+        except (PortFileError, RuntimeUnavailable, OSError) as exc:
+            last = str(exc)
+        if pid is not None and not pid_alive(pid):
+            raise RuntimeUnavailable("the runtime process exited during start; see runtime.log")
+        time.sleep(0.05)
+    raise RuntimeUnavailable(last)

@@ -1,0 +1,117 @@
+"""Data dir location and the `runtime.port` discovery file (DESIGN "Data dir and discovery")."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PORT_FILE = "runtime.port"
+LOG_FILE = "runtime.log"
+START_LOCK = "start.lock"
+RUNTIME_LOCK = "runtime.lock"
+SETTINGS_FILE = "settings.toml"
+
+
+def data_dir() -> Path:
+    """`$PEBREL_DATA_DIR`, else `$XDG_DATA_HOME/pebrel`, else the platform default."""
+    explicit = os.environ.get("PEBREL_DATA_DIR")
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "pebrel"
+    xdg = os.environ.get("XDG_DATA_HOME")
+    if xdg:
+        return Path(xdg).expanduser().absolute() / "pebrel"
+    return Path.home() / ".local" / "share" / "pebrel"
+
+
+def ensure_data_dir() -> Path:
+    path = data_dir()
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class PortInfo:
+    port: int
+    token: str
+    pid: int
+    version: str
+    protocol: str
+    started_at: float
+    runtime_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "port": self.port,
+            "token": self.token,
+            "pid": self.pid,
+            "version": self.version,
+            "protocol": self.protocol,
+            "started_at": self.started_at,
+            "runtime_id": self.runtime_id,
+        }
+
+
+class PortFileError(Exception):
+    """The discovery file is missing or unreadable; the message says which."""
+
+
+def read_port_file(directory: Path | None = None) -> PortInfo:
+    path = (directory or data_dir()) / PORT_FILE
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return PortInfo(
+            port=int(raw["port"]),
+            token=str(raw["token"]),
+            pid=int(raw["pid"]),
+            version=str(raw["version"]),
+            protocol=str(raw["protocol"]),
+            started_at=float(raw["started_at"]),
+            runtime_id=str(raw["runtime_id"]),
+        )
+    except FileNotFoundError as exc:
+        raise PortFileError(f"no {PORT_FILE} in {path.parent}") from exc
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise PortFileError(f"unreadable {PORT_FILE}: {exc}") from exc
+
+
+def write_port_file(directory: Path, info: PortInfo) -> None:
+    """Write atomically with mode 0600 (temp file in the same dir, then rename)."""
+    fd, tmp = tempfile.mkstemp(prefix=".runtime.port.", dir=directory)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(info.to_json(), handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, directory / PORT_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def remove_port_file(directory: Path, runtime_id: str) -> None:
+    """Remove the discovery file only if it still belongs to this runtime."""
+    try:
+        info = read_port_file(directory)
+    except PortFileError:
+        return
+    if info.runtime_id == runtime_id:
+        (directory / PORT_FILE).unlink(missing_ok=True)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

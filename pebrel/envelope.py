@@ -1,0 +1,124 @@
+"""Builds and parses every JSON Lines envelope of the client protocol (DESIGN "Wire protocol")."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pebrel import PROTOCOL, PROTOCOL_VERSION, SUPPORTED_VERSIONS
+from pebrel.errors import ErrorCode, PebrelError
+
+MAX_REQUEST_LINE_BYTES = 4 * 1024 * 1024
+
+RequestId = int | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    id: RequestId
+    method: str
+    params: dict[str, Any]
+    token: str | None
+
+
+def encode_request(
+    method: str, params: dict[str, Any] | None, *, request_id: RequestId, token: str
+) -> bytes:
+    body = {
+        "protocol": PROTOCOL,
+        "version": PROTOCOL_VERSION,
+        "id": request_id,
+        "token": token,
+        "method": method,
+        "params": params or {},
+    }
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def ok_response(request_id: RequestId, result: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "protocol": PROTOCOL,
+        "version": PROTOCOL_VERSION,
+        "id": request_id,
+        "ok": True,
+        "result": result,
+    }
+
+
+def error_response(request_id: RequestId, error: PebrelError) -> dict[str, Any]:
+    return {
+        "protocol": PROTOCOL,
+        "version": PROTOCOL_VERSION,
+        "id": request_id,
+        "ok": False,
+        "error": error.to_wire(),
+    }
+
+
+def answer(
+    request_id: RequestId, ok: bool, result: dict[str, Any] | None, error: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The envelope of an answer the router already shaped (result, or error on the wire)."""
+    if ok:
+        return ok_response(request_id, result or {})
+    return {
+        "protocol": PROTOCOL,
+        "version": PROTOCOL_VERSION,
+        "id": request_id,
+        "ok": False,
+        "error": error or {"code": "internal_error", "message": "no error given", "details": {}},
+    }
+
+
+def dump_line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def peek_id(obj: object) -> RequestId:
+    """The request id of a parsed object if it has a usable one, for error replies."""
+    if isinstance(obj, dict):
+        rid = obj.get("id")
+        if rid is None or (isinstance(rid, int | str) and not isinstance(rid, bool)):
+            return rid
+    return None
+
+
+def parse_request(line: bytes) -> Request:
+    """Parse one request line; raise PebrelError (invalid_request / protocol_version_mismatch)."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PebrelError(ErrorCode.INVALID_REQUEST, "request line is not valid JSON") from exc
+    if not isinstance(obj, dict):
+        raise PebrelError(ErrorCode.INVALID_REQUEST, "request must be a JSON object")
+    rid = obj.get("id")
+    if rid is not None and (not isinstance(rid, int | str) or isinstance(rid, bool)):
+        raise PebrelError(ErrorCode.INVALID_REQUEST, "id must be an integer, a string or null")
+    protocol = obj.get("protocol")
+    version = obj.get("version")
+    if protocol != PROTOCOL or version not in SUPPORTED_VERSIONS or isinstance(version, bool):
+        raise PebrelError(
+            ErrorCode.PROTOCOL_VERSION_MISMATCH,
+            f"unsupported protocol {protocol!r} version {version!r}",
+            {"supported_versions": list(SUPPORTED_VERSIONS), "protocol": PROTOCOL},
+        )
+    method = obj.get("method")
+    if not isinstance(method, str) or not method:
+        raise PebrelError(ErrorCode.INVALID_REQUEST, "method must be a non-empty string")
+    params = obj.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise PebrelError(ErrorCode.INVALID_REQUEST, "params must be a JSON object")
+    token = obj.get("token")
+    if token is not None and not isinstance(token, str):
+        raise PebrelError(ErrorCode.INVALID_REQUEST, "token must be a string")
+    extra = set(obj) - {"protocol", "version", "id", "token", "method", "params"}
+    if extra:
+        raise PebrelError(
+            ErrorCode.INVALID_REQUEST,
+            "unknown envelope fields",
+            {"fields": sorted(extra)},
+        )
+    return Request(id=rid, method=method, params=params, token=token)

@@ -1,0 +1,64 @@
+"""The one exception type and the one table of error codes (FEATURES R2.2)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorCode(StrEnum):
+    """Every machine-readable error code of protocol v1. Public API: never rename or reuse."""
+
+    INVALID_REQUEST = "invalid_request"
+    INVALID_PARAMS = "invalid_params"
+    INVALID_REFERENCE = "invalid_reference"
+    METHOD_NOT_FOUND = "method_not_found"
+    TARGET_NOT_FOUND = "target_not_found"
+    AMBIGUOUS_TARGET = "ambiguous_target"
+    INVALID_STATE = "invalid_state"
+    ACTION_FAILED = "action_failed"
+    INVALID_SHELL = "invalid_shell"
+    AGENT_NAME_CONFLICT = "agent_name_conflict"
+    AGENT_IDENTITY_MISMATCH = "agent_identity_mismatch"
+    AGENT_EXITED = "agent_exited"
+    AGENT_REPLACED = "agent_replaced"
+    ORIGIN_NOT_AGENT = "origin_not_agent"
+    ORIGIN_IDENTITY_UNAVAILABLE = "origin_identity_unavailable"
+    DELEGATION_IN_PROGRESS = "delegation_in_progress"
+    AGENT_READY_TIMEOUT = "agent_ready_timeout"
+    DIRTY_SOURCE = "dirty_source"
+    BRANCH_CONFLICT = "branch_conflict"
+    WORKTREE_PATH_CONFLICT = "worktree_path_conflict"
+    GIT_UNAVAILABLE = "git_unavailable"
+    INVALID_BASE = "invalid_base"
+    INVALID_BRANCH = "invalid_branch"
+    REMOTE_WORKTREE_UNSUPPORTED = "remote_worktree_unsupported"
+    REMOTE_PROCESS_UNAVAILABLE = "remote_process_unavailable"
+    REMOTE_EXEC_UNSUPPORTED = "remote_exec_unsupported"
+    EXIT_CODE_UNAVAILABLE = "exit_code_unavailable"
+    RUN_START_TIMEOUT = "run_start_timeout"
+    RUN_ABORTED = "run_aborted"
+    SSH_NOT_READY = "ssh_not_ready"
+    RUNTIME_UNAVAILABLE = "runtime_unavailable"
+    RUNTIME_TIMEOUT = "runtime_timeout"
+    TIMEOUT = "timeout"
+    PROTOCOL_VERSION_MISMATCH = "protocol_version_mismatch"
+    INPUT_IN_PROGRESS = "input_in_progress"
+    CONFIRMATION_REQUIRED = "confirmation_required"
+    SLOW_CONSUMER = "slow_consumer"
+    INTERNAL_ERROR = "internal_error"
+
+
+class PebrelError(Exception):
+    """A failure with a public error code; raised by handlers, turned into an error envelope."""
+
+    def __init__(
+        self, code: ErrorCode, message: str, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"code": str(self.code), "message": self.message, "details": self.details}

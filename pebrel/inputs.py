@@ -1,0 +1,28 @@
+"""Validation of text a client asks Pebrel to type into a pane (R4.1)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from pebrel.errors import ErrorCode, PebrelError
+from pebrel.model import MAX_PROMPT_BYTES
+
+
+def check_prompt_text(text: str, field: str = "text") -> bytes:
+    """One line of plain text: no newline, ESC or other C0/C1 control, at most 32 KiB."""
+    data = text.encode("utf-8", errors="surrogatepass")
+    if len(data) > MAX_PROMPT_BYTES:
+        raise PebrelError(
+            ErrorCode.INVALID_PARAMS,
+            f"{field} is {len(data)} bytes; the limit is {MAX_PROMPT_BYTES}",
+            {"field": field, "bytes": len(data), "limit": MAX_PROMPT_BYTES},
+        )
+    for index, char in enumerate(text):
+        if unicodedata.category(char) in ("Cc", "Cs"):
+            raise PebrelError(
+                ErrorCode.INVALID_PARAMS,
+                f"{field} contains control character U+{ord(char):04X} at {index}; "
+                "use pane.send_key for keys",
+                {"field": field, "index": index, "codepoint": ord(char)},
+            )
+    return data

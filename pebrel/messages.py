@@ -1,0 +1,273 @@
+"""Every msgpack actor message between frontend, router and pane workers.
+
+Each message is a small frozen record with an explicit `type`. Commands are imperative,
+events past tense. Nothing else in Pebrel calls msgpack.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import msgpack
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    type: ClassVar[str] = ""
+
+
+# ---- frontend <-> router -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FrontendStarted(Message):
+    type: ClassVar[str] = "frontend_started"
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class HandleRequest(Message):
+    """A client's request, stamped by the frontend with its connection and principal."""
+
+    type: ClassVar[str] = "handle_request"
+    connection_id: int
+    principal: str
+    request_id: Any
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestAnswered(Message):
+    type: ClassVar[str] = "request_answered"
+    connection_id: int
+    request_id: Any
+    ok: bool
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionClosed(Message):
+    type: ClassVar[str] = "connection_closed"
+    connection_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class StopFrontend(Message):
+    type: ClassVar[str] = "stop_frontend"
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotChanged(Message):
+    """Sent to the frontend on every revision change while anyone subscribes."""
+
+    type: ClassVar[str] = "snapshot_changed"
+    runtime_id: str
+    revision: int
+    snapshot: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SetSubscribed(Message):
+    """Frontend tells the router whether any connection subscribes to events."""
+
+    type: ClassVar[str] = "set_subscribed"
+    active: bool
+
+
+# ---- router -> pane worker ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WriteInput(Message):
+    type: ClassVar[str] = "write_input"
+    request_id: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ReadScreen(Message):
+    type: ClassVar[str] = "read_screen"
+    request_id: int
+    lines: int
+    max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResizePty(Message):
+    type: ClassVar[str] = "resize_pty"
+    request_id: int
+    cols: int
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClosePane(Message):
+    """Kill the pane's whole process tree and exit the worker."""
+
+    type: ClassVar[str] = "close_pane"
+    request_id: int
+
+
+# ---- pane worker -> router ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PaneStarted(Message):
+    type: ClassVar[str] = "pane_started"
+    window_id: int
+    pane_id: int
+    worker_pid: int
+    shell_pid: int
+    integrated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PaneStartFailed(Message):
+    type: ClassVar[str] = "pane_start_failed"
+    window_id: int
+    pane_id: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShellMarked(Message):
+    """An OSC 133 mark seen in the pane's output; `row` is its absolute cursor row."""
+
+    type: ClassVar[str] = "shell_marked"
+    window_id: int
+    pane_id: int
+    mark: str
+    exit_code: int | None
+    row: int
+
+
+@dataclass(frozen=True, slots=True)
+class CwdReported(Message):
+    type: ClassVar[str] = "cwd_reported"
+    window_id: int
+    pane_id: int
+    cwd: str
+
+
+@dataclass(frozen=True, slots=True)
+class TitleChanged(Message):
+    type: ClassVar[str] = "title_changed"
+    window_id: int
+    pane_id: int
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class ForegroundChanged(Message):
+    """The PTY's foreground process group changed (shell integration fallback)."""
+
+    type: ClassVar[str] = "foreground_changed"
+    window_id: int
+    pane_id: int
+    shell_in_foreground: bool
+    foreground_pgid: int
+
+
+@dataclass(frozen=True, slots=True)
+class PaneExited(Message):
+    type: ClassVar[str] = "pane_exited"
+    window_id: int
+    pane_id: int
+    exit_code: int | None
+    signal: int | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class InputWritten(Message):
+    type: ClassVar[str] = "input_written"
+    request_id: int
+    written: int
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenRead(Message):
+    type: ClassVar[str] = "screen_read"
+    request_id: int
+    lines: list[str]
+    history_available: int
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PtyResized(Message):
+    type: ClassVar[str] = "pty_resized"
+    request_id: int
+    cols: int
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class PaneClosed(Message):
+    type: ClassVar[str] = "pane_closed"
+    request_id: int
+
+
+_REGISTRY: dict[str, type[Message]] = {
+    cls.type: cls
+    for cls in (
+        FrontendStarted,
+        HandleRequest,
+        RequestAnswered,
+        ConnectionClosed,
+        StopFrontend,
+        SnapshotChanged,
+        SetSubscribed,
+        WriteInput,
+        ReadScreen,
+        ResizePty,
+        ClosePane,
+        PaneStarted,
+        PaneStartFailed,
+        ShellMarked,
+        CwdReported,
+        TitleChanged,
+        ForegroundChanged,
+        PaneExited,
+        InputWritten,
+        ScreenRead,
+        PtyResized,
+        PaneClosed,
+    )
+}
+
+
+class MessageError(ValueError):
+    """A frame that is not a known, well-formed actor message."""
+
+
+def all_message_types() -> dict[str, type[Message]]:
+    return dict(_REGISTRY)
+
+
+def encode(message: Message) -> bytes:
+    body = {f.name: getattr(message, f.name) for f in dataclasses.fields(message)}
+    body["type"] = message.type
+    packed: bytes = msgpack.packb(body, use_bin_type=True)
+    return packed
+
+
+def decode(frame: bytes) -> Message:
+    try:
+        body = msgpack.unpackb(frame, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types
+        raise MessageError("frame is not msgpack") from exc
+    if not isinstance(body, dict):
+        raise MessageError("message is not a map")
+    cls = _REGISTRY.get(body.pop("type", None))
+    if cls is None:
+        raise MessageError("unknown message type")
+    try:
+        return cls(**body)
+    except TypeError as exc:
+        raise MessageError(f"malformed {cls.type} message") from exc

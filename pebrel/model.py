@@ -1,0 +1,45 @@
+"""Names and shared constants of the runtime model (DESIGN "Model")."""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+WindowId = int
+PaneId = int
+TabIndex = int
+Revision = int
+
+TaskState = Literal["failed", "attention", "waiting_input", "running", "completed", "idle"]
+#: Priority order when signals of the same source disagree (FEATURES R5.1).
+TASK_STATE_PRIORITY: Final[tuple[TaskState, ...]] = (
+    "failed",
+    "attention",
+    "waiting_input",
+    "running",
+    "completed",
+    "idle",
+)
+#: Targets `pane.wait` accepts: every task state plus `settled` (anything but running).
+WAIT_TARGETS: Final[tuple[str, ...]] = (*TASK_STATE_PRIORITY, "settled")
+SETTLED: Final[frozenset[str]] = frozenset(set(TASK_STATE_PRIORITY) - {"running"})
+
+Direction = Literal["right", "down"]
+#: The four accepted direction words; the workflow words mean the same as the short ones.
+DIRECTIONS: Final[dict[str, Direction]] = {
+    "right": "right",
+    "left_right": "right",
+    "down": "down",
+    "top_bottom": "down",
+}
+
+DEFAULT_TAB_COLS: Final = 200
+DEFAULT_TAB_ROWS: Final = 50
+DEFAULT_SCROLLBACK_LINES: Final = 10_000
+#: How long a synchronous running edge waits for evidence before it reverts (DESIGN "Model").
+SUBMIT_CONFIRM_MS: Final = 2000
+READ_DEFAULT_LINES: Final = 120
+READ_MAX_LINES: Final = 2000
+READ_MAX_BYTES: Final = 1 << 20
+MAX_PROMPT_BYTES: Final = 32 * 1024
+WAIT_DEFAULT_TIMEOUT_MS: Final = 30_000
+RUN_DEFAULT_TIMEOUT_MS: Final = 600_000

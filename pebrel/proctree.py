@@ -1,0 +1,79 @@
+"""Process-tree control shared by the router and pane workers (never imported by the CLI)."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+
+import psutil
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return bool(libc.prctl(option, value, 0, 0, 0) == 0)
+
+
+def set_child_subreaper() -> bool:
+    """Orphaned descendants (nohup, setsid, disown) re-parent to us, so we can end them."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def set_parent_death_signal(sig: int = signal.SIGTERM) -> bool:
+    return _prctl(_PR_SET_PDEATHSIG, int(sig))
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def kill_processes(procs: list[psutil.Process]) -> None:
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.send_signal(signal.SIGKILL)
+
+
+def kill_descendants(pid: int = 0) -> int:
+    """SIGKILL every descendant of `pid` (default: this process), repeatedly until none remain.
+
+    Repeats because a dying process's children re-parent to us (subreaper) after we listed them.
+    Reaps only our own direct children, by pid. Returns how many processes were signalled.
+    """
+    me = pid or os.getpid()
+    total = 0
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        procs = descendants(me)
+        if not procs:
+            break
+        kill_processes(procs)
+        total += len(procs)
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                if proc.ppid() == os.getpid():
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(proc.pid, 0)
+        live = [p for p in descendants(me) if _alive(p)]
+        if not live:
+            # Zombies that are not our children belong to someone else to reap.
+            break
+        time.sleep(0.01)
+    return total
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

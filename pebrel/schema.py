@@ -1,0 +1,118 @@
+"""The protocol's JSON Schema file, and params validation driven by it (FEATURES R1.6, R2.3).
+
+The router validates every request's params against `methods.<name>.params` of
+`runtime-api-v1.schema.json`, so the schema and the server cannot drift apart. The validator
+covers the keywords the schema uses; jsonschema checks the whole file in the tests.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pebrel.errors import ErrorCode, PebrelError
+
+SCHEMA_FILE = Path(__file__).with_name("runtime-api-v1.schema.json")
+
+
+@cache
+def load_schema() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return loaded
+
+
+def method_names() -> list[str]:
+    return sorted(load_schema()["methods"])
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+def _type_ok(value: Any, name: str) -> bool:
+    if name in ("integer", "number") and isinstance(value, bool):
+        return False
+    if name == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _TYPES[name])
+
+
+def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    while ref is not None:
+        node: Any = load_schema()
+        for part in ref.lstrip("#/").split("/"):
+            node = node[part]
+        schema = node
+        ref = schema.get("$ref")
+    return schema
+
+
+def _check(value: Any, schema: dict[str, Any], path: str) -> str | None:
+    schema = _resolve(schema)
+    if "anyOf" in schema and all(_check(value, s, path) for s in schema["anyOf"]):
+        return f"{path}: does not match any allowed form"
+    types = schema.get("type")
+    if types is not None:
+        names = [types] if isinstance(types, str) else types
+        if not any(_type_ok(value, n) for n in names):
+            return f"{path}: must be {' or '.join(names)}"
+    if "const" in schema and value != schema["const"]:
+        return f"{path}: must be {schema['const']!r}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{path}: must be one of {', '.join(map(str, schema['enum']))}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            return f"{path}: must be >= {schema['minimum']}"
+        if "maximum" in schema and value > schema["maximum"]:
+            return f"{path}: must be <= {schema['maximum']}"
+    if isinstance(value, str):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            return f"{path}: must have at least {schema['minLength']} characters"
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            return f"{path}: must have at most {schema['maxLength']} characters"
+    if isinstance(value, list):
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            return f"{path}: must have at least {schema['minItems']} items"
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            return f"{path}: must have at most {schema['maxItems']} items"
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for index, item in enumerate(value):
+                problem = _check(item, items, f"{path}[{index}]")
+                if problem:
+                    return problem
+    if isinstance(value, dict):
+        props: dict[str, Any] = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                return f"{path}.{key}: is required"
+        for key, item in value.items():
+            if key in props:
+                problem = _check(item, props[key], f"{path}.{key}")
+                if problem:
+                    return problem
+            elif schema.get("additionalProperties") is False:
+                return f"{path}.{key}: unknown field"
+    return None
+
+
+def validate_params(method: str, params: dict[str, Any]) -> None:
+    """Raise method_not_found or invalid_params (with `details.problem`) before any action."""
+    spec = load_schema()["methods"].get(method)
+    if spec is None:
+        raise PebrelError(
+            ErrorCode.METHOD_NOT_FOUND, f"unknown method {method!r}", {"method": method}
+        )
+    problem = _check(params, spec["params"], "params")
+    if problem:
+        raise PebrelError(ErrorCode.INVALID_PARAMS, problem, {"method": method, "problem": problem})

@@ -1,0 +1,144 @@
+"""Task-state projection of one shell pane (DESIGN "Model"; FEATURES R5.1-R5.4).
+
+Pure bookkeeping: no I/O, no clock (callers pass `now` in seconds). The router feeds it facts
+(a submitted prompt, OSC 133 marks, foreground changes, exit) and asks for the projection.
+`state_change_seq` moves by one on every real transition of `state` and never otherwise.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from pebrel.model import SETTLED, SUBMIT_CONFIRM_MS, TASK_STATE_PRIORITY, TaskState
+
+HISTORY_LEN = 256
+
+
+def strongest(states: list[TaskState]) -> TaskState:
+    """The highest-priority state among signals of the same source."""
+    return min(states, key=TASK_STATE_PRIORITY.index) if states else "idle"
+
+
+def matches(target: str, state: str) -> bool:
+    return state in SETTLED if target == "settled" else state == target
+
+
+@dataclass(slots=True)
+class PendingEdge:
+    deadline: float
+    previous: TaskState
+
+
+class ShellTracker:
+    """Command state of one pane's shell, with the submit barrier and transition history."""
+
+    def __init__(self) -> None:
+        self.state: TaskState = "idle"
+        self.seq = 1
+        self.history: deque[tuple[int, TaskState]] = deque([(1, "idle")], maxlen=HISTORY_LEN)
+        self.prompt_seen = False  # an OSC 133 A proved the integration works
+        self.at_prompt = False  # last mark was A/B and no command started since
+        self.command_running = False  # C seen, D not yet
+        self.commands_started = 0
+        self.shell_in_foreground = True
+        self.pending: PendingEdge | None = None
+        #: Exit code (None: unknown) of each finished command, by its 1-based start number.
+        self.results: dict[int, int | None] = {}
+
+    # -- transitions -------------------------------------------------------------------------
+    def _set(self, state: TaskState) -> bool:
+        if state == self.state:
+            return False
+        self.state = state
+        self.seq += 1
+        self.history.append((self.seq, state))
+        return True
+
+    def input_blocked(self, now: float) -> bool:
+        """True while a submitted write's running edge is still unconfirmed (submit barrier)."""
+        return self.pending is not None and now < self.pending.deadline
+
+    def submit(self, now: float) -> bool:
+        """A prompt with Enter was written: establish the running edge synchronously."""
+        if self.state == "running":
+            return False
+        self.pending = PendingEdge(now + SUBMIT_CONFIRM_MS / 1000, self.state)
+        return self._set("running")
+
+    def expire(self, now: float) -> bool:
+        """Revert an edge that no evidence confirmed in time (with a seq bump)."""
+        if self.pending is None or now < self.pending.deadline:
+            return False
+        previous = self.pending.previous
+        self.pending = None
+        if self.command_running or not self.shell_in_foreground:
+            return False
+        return self._set(previous)
+
+    def mark(self, mark: str, exit_code: int | None) -> bool:
+        if mark in ("A", "B"):
+            self.prompt_seen = self.prompt_seen or mark == "A"
+            self.at_prompt = True
+            if self.command_running:
+                # A new prompt without a done mark: the command ended, its status is unknown.
+                self.command_running = False
+                self._record(None)
+                self.pending = None
+                return self._set("idle")
+            return False
+        if mark == "C":
+            self.at_prompt = False
+            self.command_running = True
+            self.commands_started += 1
+            self.pending = None
+            return self._set("running")
+        if mark == "D":
+            if not self.command_running:
+                return False
+            self.command_running = False
+            self.pending = None
+            self._record(exit_code)
+            if exit_code is None:
+                return self._set("idle")
+            return self._set("completed" if exit_code == 0 else "failed")
+        return False
+
+    def _record(self, exit_code: int | None) -> None:
+        self.results[self.commands_started] = exit_code
+        if len(self.results) > HISTORY_LEN:
+            del self.results[min(self.results)]
+
+    def foreground(self, shell_in_foreground: bool) -> bool:
+        """Fallback evidence for shells without integration: the PTY's foreground group."""
+        self.shell_in_foreground = shell_in_foreground
+        if self.prompt_seen:
+            return False
+        if not shell_in_foreground:
+            self.pending = None
+            return self._set("running")
+        if self.state == "running" and self.pending is None:
+            return self._set("idle")
+        return False
+
+    def exited(self, exit_code: int | None) -> bool:
+        """The pane's shell (or worker) is gone: a running command ends with it."""
+        self.pending = None
+        self.command_running = False
+        self.at_prompt = False
+        if self.state == "running":
+            return self._set("completed" if exit_code == 0 else "failed")
+        return False
+
+    @property
+    def busy(self) -> bool:
+        return self.state == "running" or self.command_running or not self.shell_in_foreground
+
+    def observation(self, target: str, after_seq: int | None) -> tuple[int, TaskState] | None:
+        """First observation matching `target` with seq > after_seq (or the current one)."""
+        if after_seq is None:
+            return (self.seq, self.state) if matches(target, self.state) else None
+        for seq, state in self.history:
+            if seq > after_seq and matches(target, state):
+                return seq, state
+        return None

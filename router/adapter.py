@@ -1,0 +1,251 @@
+"""The frontend adapter process: the only thing facing clients.
+
+Listens on 127.0.0.1 (random port), authenticates each connection by its first line, parses
+JSON Lines, rejects bad envelopes, and turns every request into one actor message to the
+router (stamped with a connection id and the caller's principal), and the reply back.
+Kept out of the router's process so bad or slow clients cannot stall the state owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import itertools
+import json
+import logging
+import os
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+import zmq
+import zmq.asyncio
+
+from pebrel import messages as m
+from pebrel import proctree
+from pebrel.envelope import (
+    MAX_REQUEST_LINE_BYTES,
+    dump_line,
+    error_response,
+    parse_request,
+    peek_id,
+)
+from pebrel.envelope import (
+    answer as answer_envelope,
+)
+from pebrel.errors import ErrorCode, PebrelError
+
+logger = logging.getLogger(__name__)
+
+CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
+PRINCIPAL_TOKEN = "token-holder"
+PRINCIPAL_LEGACY = "legacy"
+READ_CHUNK = 1 << 16
+
+
+@dataclass(slots=True)
+class Connection:
+    connection_id: int
+    writer: asyncio.StreamWriter
+    authenticated: bool = False
+    legacy_pending: set[str] = field(default_factory=set)
+
+
+class Frontend:
+    def __init__(self, endpoint: str, token: str, version: str) -> None:
+        self.token = token
+        self.version = version
+        self.ctx = zmq.asyncio.Context()
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.IDENTITY, b"frontend")
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.SNDHWM, 0)
+        self.sock.setsockopt(zmq.RCVHWM, 0)
+        self.sock.connect(endpoint)
+        self.connections: dict[int, Connection] = {}
+        self.ids = itertools.count(1)
+        self.legacy_ids = itertools.count(1)
+        self.stop = asyncio.Event()
+
+    def to_router(self, message: m.Message) -> None:
+        self.sock.send(m.encode(message), flags=zmq.NOBLOCK)
+
+    # -- client side -------------------------------------------------------------------------------
+    async def serve_client(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        conn = Connection(next(self.ids), writer)
+        self.connections[conn.connection_id] = conn
+        buffer = bytearray()
+        discarding = False
+        try:
+            while True:
+                chunk = await reader.read(READ_CHUNK)
+                if not chunk:
+                    return
+                buffer += chunk
+                while True:
+                    newline = buffer.find(b"\n")
+                    if newline < 0:
+                        if len(buffer) > MAX_REQUEST_LINE_BYTES:
+                            if not conn.authenticated:
+                                return
+                            discarding = True
+                            buffer.clear()
+                        break
+                    line = bytes(buffer[:newline])
+                    del buffer[: newline + 1]
+                    if discarding or len(line) > MAX_REQUEST_LINE_BYTES:
+                        discarding = False
+                        if not conn.authenticated:
+                            return
+                        self.reply_error(
+                            conn,
+                            None,
+                            PebrelError(
+                                ErrorCode.INVALID_REQUEST,
+                                f"request line longer than {MAX_REQUEST_LINE_BYTES} bytes",
+                                {"limit_bytes": MAX_REQUEST_LINE_BYTES},
+                            ),
+                        )
+                        continue
+                    if not self.on_line(conn, line.rstrip(b"\r")):
+                        return
+        except (ConnectionError, OSError):
+            return
+        finally:
+            self.connections.pop(conn.connection_id, None)
+            with contextlib.suppress(Exception):
+                writer.close()
+            self.to_router(m.ConnectionClosed(connection_id=conn.connection_id))
+
+    def on_line(self, conn: Connection, line: bytes) -> bool:
+        """Handle one line; False closes the connection without a byte (bad credentials)."""
+        if line.startswith((b"PING ", b"ATTACH ")) or line in (b"PING", b"ATTACH"):
+            return self.on_legacy(conn, line)
+        try:
+            obj: Any = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            if not conn.authenticated:
+                return False
+            self.reply_error(
+                conn, None, PebrelError(ErrorCode.INVALID_REQUEST, "request line is not valid JSON")
+            )
+            return True
+        token = obj.get("token") if isinstance(obj, dict) else None
+        if not conn.authenticated:
+            if not self.token_ok(token):
+                return False
+            conn.authenticated = True
+        elif token is not None and not self.token_ok(token):
+            return False
+        try:
+            request = parse_request(line)
+        except PebrelError as exc:
+            self.reply_error(conn, peek_id(obj), exc)
+            return True
+        self.to_router(
+            m.HandleRequest(
+                connection_id=conn.connection_id,
+                principal=PRINCIPAL_TOKEN,
+                request_id=request.id,
+                method=request.method,
+                params=request.params,
+            )
+        )
+        return True
+
+    def token_ok(self, token: object) -> bool:
+        return isinstance(token, str) and hmac.compare_digest(token.encode(), self.token.encode())
+
+    def on_legacy(self, conn: Connection, line: bytes) -> bool:
+        parts = line.decode("utf-8", errors="replace").split(" ", 2)
+        if len(parts) < 2 or not self.token_ok(parts[1]):
+            return False
+        conn.authenticated = True
+        if parts[0] == "PING":
+            self.write(conn, f"PONG pebrel {self.version}\n".encode())
+            return True
+        request_id = f"legacy-{next(self.legacy_ids)}"
+        conn.legacy_pending.add(request_id)
+        params = {"cwd": parts[2]} if len(parts) > 2 and parts[2] else {}
+        self.to_router(
+            m.HandleRequest(
+                connection_id=conn.connection_id,
+                principal=PRINCIPAL_LEGACY,
+                request_id=request_id,
+                method="legacy.attach",
+                params=params,
+            )
+        )
+        return True
+
+    def write(self, conn: Connection, data: bytes) -> None:
+        if conn.writer.is_closing():
+            return
+        conn.writer.write(data)
+
+    def reply_error(self, conn: Connection, request_id: Any, error: PebrelError) -> None:
+        self.write(conn, dump_line(error_response(request_id, error)))
+
+    # -- router side -------------------------------------------------------------------------------
+    async def from_router(self) -> None:
+        while True:
+            frame = await self.sock.recv()
+            try:
+                message = m.decode(frame)
+            except m.MessageError:
+                logger.warning("undecodable message from router")
+                continue
+            if isinstance(message, m.RequestAnswered):
+                self.on_answer(message)
+            elif isinstance(message, m.StopFrontend):
+                self.stop.set()
+
+    def on_answer(self, answer: m.RequestAnswered) -> None:
+        conn = self.connections.get(answer.connection_id)
+        if conn is None:
+            return
+        if isinstance(answer.request_id, str) and answer.request_id in conn.legacy_pending:
+            conn.legacy_pending.discard(answer.request_id)
+            if answer.ok and answer.result is not None:
+                self.write(conn, f"ATTACHED {answer.result['window_id']}\n".encode())
+            else:
+                code = (answer.error or {}).get("code", "internal_error")
+                self.write(conn, f"ERROR {code}\n".encode())
+            return
+        body = answer_envelope(answer.request_id, answer.ok, answer.result, answer.error)
+        self.write(conn, dump_line(body))
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.stop.set)
+        server = await asyncio.start_server(self.serve_client, "127.0.0.1", 0, limit=READ_CHUNK)
+        port = server.sockets[0].getsockname()[1]
+        receiver = loop.create_task(self.from_router())
+        self.to_router(m.FrontendStarted(port=port))
+        await self.stop.wait()
+        server.close()
+        for conn in list(self.connections.values()):
+            conn.writer.close()
+        receiver.cancel()
+        self.sock.close(linger=0)
+        self.ctx.term()
+
+
+def main() -> None:
+    config = json.loads(os.environ[CONFIG_ENV])
+    logging.basicConfig(
+        filename=config["log_path"],
+        level=logging.INFO,
+        format=f"%(asctime)s frontend[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
+    )
+    proctree.set_parent_death_signal(signal.SIGTERM)
+    frontend = Frontend(config["endpoint"], config["token"], config["version"])
+    asyncio.run(frontend.run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+"""The router process: state owner, ZeroMQ ROUTER for workers and the frontend, dispatch."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import zmq
+import zmq.asyncio
+
+from pebrel import PROTOCOL, __version__, proctree
+from pebrel import messages as m
+from pebrel.datadir import (
+    LOG_FILE,
+    RUNTIME_LOCK,
+    PortInfo,
+    ensure_data_dir,
+    remove_port_file,
+    write_port_file,
+)
+from pebrel.errors import ErrorCode, PebrelError
+from pebrel.schema import validate_params
+from pebrel.settings import SettingsError, load_settings
+from router.handlers import Handler, pane_io, tab, window
+from router.handlers import pane as pane_handlers
+from router.handlers import runtime as runtime_handlers
+from router.runtime import Runtime
+
+logger = logging.getLogger(__name__)
+
+FRONTEND_ID = b"frontend"
+FRONTEND_CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
+STARTUP_TIMEOUT_S = 20.0
+EXIT_ALREADY_RUNNING = 3
+
+METHODS: dict[str, Handler] = {
+    **runtime_handlers.METHODS,
+    **window.METHODS,
+    **tab.METHODS,
+    **pane_handlers.METHODS,
+    **pane_io.METHODS,
+}
+#: Reached only through the legacy text lines, never as a JSON method.
+LEGACY: Mapping[str, Handler] = {"legacy.attach": window.attach}
+
+
+class RouterApp:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.ctx = zmq.asyncio.Context()
+        self.sock = self.ctx.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.SNDHWM, 0)
+        self.sock.setsockopt(zmq.RCVHWM, 0)
+        self.ipc_dir = tempfile.mkdtemp(prefix="pebrel-")
+        self.endpoint = f"ipc://{self.ipc_dir}/router"
+        self.sock.bind(self.endpoint)
+        self.token = secrets.token_hex(32)
+        self.frontend: subprocess.Popen[bytes] | None = None
+        self.frontend_port: asyncio.Future[int] | None = None
+        self.stopping: asyncio.Event | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.rt = Runtime(
+            data_dir,
+            load_settings(data_dir),
+            self.endpoint,
+            self.send,
+            dict(os.environ),
+            os.getcwd(),
+        )
+
+    # -- sockets ---------------------------------------------------------------------------------
+    def send(self, identity: bytes, message: m.Message) -> bool:
+        try:
+            self.sock.send_multipart([identity, m.encode(message)], flags=zmq.NOBLOCK)
+            return True
+        except zmq.ZMQError:
+            logger.warning("actor unreachable", extra={"type": message.type})
+            return False
+
+    async def receive(self) -> None:
+        while True:
+            identity, frame = await self.sock.recv_multipart()
+            try:
+                message = m.decode(frame)
+            except m.MessageError:
+                logger.warning("undecodable actor message dropped")
+                continue
+            try:
+                self.handle(identity, message)
+            except Exception:
+                logger.exception("router failed to handle a message", extra={"type": message.type})
+
+    def handle(self, identity: bytes, message: m.Message) -> None:
+        if identity == FRONTEND_ID:
+            if isinstance(message, m.HandleRequest):
+                task = asyncio.get_running_loop().create_task(self.dispatch(message))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+            elif (
+                isinstance(message, m.FrontendStarted)
+                and self.frontend_port is not None
+                and not self.frontend_port.done()
+            ):
+                self.frontend_port.set_result(message.port)
+            return
+        self.rt.on_worker_message(message)
+
+    async def dispatch(self, request: m.HandleRequest) -> None:
+        ok, result, error = True, None, None
+        try:
+            handler = LEGACY.get(request.method) if request.principal == "legacy" else None
+            if handler is None:
+                validate_params(request.method, request.params)
+                handler = METHODS[request.method]
+            if self.rt.closing:
+                raise PebrelError(ErrorCode.RUNTIME_UNAVAILABLE, "the runtime is stopping")
+            result = await handler(self.rt, request.params)
+        except PebrelError as exc:
+            ok, error = False, exc.to_wire()
+        except Exception:
+            incident = secrets.token_hex(6)
+            logger.exception(
+                "internal error", extra={"incident": incident, "method": request.method}
+            )
+            ok = False
+            error = PebrelError(
+                ErrorCode.INTERNAL_ERROR,
+                f"Pebrel failed unexpectedly; see incident {incident} in {LOG_FILE}",
+                {"incident": incident},
+            ).to_wire()
+        self.send(
+            FRONTEND_ID,
+            m.RequestAnswered(
+                connection_id=request.connection_id,
+                request_id=request.request_id,
+                ok=ok,
+                result=result,
+                error=error,
+            ),
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start_frontend(self) -> subprocess.Popen[bytes]:
+        env = dict(os.environ)
+        env[FRONTEND_CONFIG_ENV] = json.dumps(
+            {
+                "endpoint": self.endpoint,
+                "token": self.token,
+                "log_path": str(self.data_dir / LOG_FILE),
+                "version": __version__,
+            }
+        )
+        with open(self.data_dir / LOG_FILE, "ab") as log:
+            return subprocess.Popen(
+                [sys.executable, "-m", "router.adapter"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                close_fds=True,
+                start_new_session=True,
+            )
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.stopping = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.stopping.set)
+        receiver = loop.create_task(self.receive())
+        self.frontend_port = loop.create_future()
+        self.frontend = self.start_frontend()
+        self.rt.extra_children = {self.frontend.pid}
+        try:
+            port = await asyncio.wait_for(self.frontend_port, STARTUP_TIMEOUT_S)
+            await window.open_window(self.rt, None, None)
+        except Exception:
+            logger.exception("runtime failed to start")
+            await self.shutdown()
+            receiver.cancel()
+            raise
+        info = PortInfo(
+            port=port,
+            token=self.token,
+            pid=os.getpid(),
+            version=__version__,
+            protocol=PROTOCOL,
+            started_at=time.time(),
+            runtime_id=self.rt.state.runtime_id,
+        )
+        write_port_file(self.data_dir, info)
+        logger.info("runtime started", extra={"port": port, "runtime_id": info.runtime_id})
+        await self.stopping.wait()
+        logger.info("runtime stopping")
+        await self.shutdown()
+        receiver.cancel()
+
+    async def shutdown(self) -> None:
+        rt = self.rt
+        rt.closing = True
+        remove_port_file(self.data_dir, rt.state.runtime_id)
+        await rt.close_panes(list(rt.state.panes.values()))
+        for link in list(rt.links.values()):
+            with contextlib.suppress(OSError):
+                link.proc.kill()
+        if self.frontend is not None:
+            self.send(FRONTEND_ID, m.StopFrontend())
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, self.frontend.wait, 3)
+            except subprocess.TimeoutExpired:
+                self.frontend.kill()
+                self.frontend.wait()
+        for link in list(rt.links.values()):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                link.proc.wait(1)
+        rt.extra_children = set()
+        rt.links.clear()
+        await asyncio.get_running_loop().run_in_executor(None, rt.reap_orphans)
+        self.sock.close(linger=0)
+        self.ctx.term()
+        shutil.rmtree(self.ipc_dir, ignore_errors=True)
+        logger.info("runtime stopped")
+
+
+def main() -> None:
+    data_dir = ensure_data_dir()
+    logging.basicConfig(
+        filename=str(data_dir / LOG_FILE),
+        level=logging.INFO,
+        format=f"%(asctime)s router[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
+    )
+    lock = open(data_dir / RUNTIME_LOCK, "a")  # noqa: SIM115 - held for the process's life
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"pebrel: a runtime is already running for {data_dir}", file=sys.stderr)
+        sys.exit(EXIT_ALREADY_RUNNING)
+    try:
+        load_settings(data_dir)
+    except SettingsError as exc:
+        print(f"pebrel: {exc}", file=sys.stderr)
+        sys.exit(2)
+    proctree.set_child_subreaper()
+    app = RouterApp(data_dir)
+    asyncio.run(app.run())

@@ -1,0 +1,12 @@
+"""Method handlers, one module per family; `app.py` merges their METHODS tables."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from router.runtime import Runtime
+
+Params = dict[str, Any]
+Result = dict[str, Any]
+Handler = Callable[[Runtime, Params], Awaitable[Result]]

@@ -1,0 +1,74 @@
+"""pane.split and pane.close (R3.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pebrel.errors import ErrorCode, PebrelError
+from pebrel.model import DIRECTIONS
+from pebrel.shellids import default_shell, resolve_shell
+from router import layout
+from router.handlers import Handler, Params, Result
+from router.runtime import Runtime
+
+
+async def split(rt: Runtime, params: Params) -> Result:
+    target = rt.state.pane(params.get("window_id"), params.get("pane_id"))
+    direction = DIRECTIONS[params["direction"]]
+    shell_id = params.get("shell")
+    shell = (
+        resolve_shell(shell_id, rt.settings)
+        if shell_id
+        else default_shell(rt.settings, rt.base_env)
+    )
+    directory = rt.check_cwd(params.get("cwd")) or rt.check_cwd(shell.cwd) or target.cwd
+    if not directory or not rt.check_cwd_exists(directory):
+        directory = rt.launch_cwd
+    window, _, tab = rt.state.locate(target)
+    pane = await rt.spawn_pane(window, shell, directory, target.cols, target.rows)
+    if target.key not in rt.state.panes:
+        # The target closed while the new shell started: nothing to split any more.
+        await rt.close_panes([pane])
+        rt.state.panes.pop(pane.key, None)
+        raise PebrelError(
+            ErrorCode.TARGET_NOT_FOUND,
+            f"pane {target.pane_id} was closed meanwhile",
+            {"window_id": target.window_id, "pane_id": target.pane_id},
+        )
+    window, index, tab = rt.state.locate(target)
+    tab.root = layout.split_leaf(tab.root, target.pane_id, pane.pane_id, direction)
+    tab.focused_pane = pane.pane_id
+    tab.zoomed_pane = None
+    window.active_tab = index
+    rt.state.focused_window = window.window_id
+    rt.resize_tab(window, tab)
+    rt.commit()
+    return {"window_id": window.window_id, "tab_index": index, "pane_id": pane.pane_id}
+
+
+async def close(rt: Runtime, params: Params) -> Result:
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    if not pane.exited and pane.tracker.busy and not params.get("confirm", False):
+        raise PebrelError(
+            ErrorCode.CONFIRMATION_REQUIRED,
+            f"pane {pane.pane_id} is busy ({pane.tracker.state}); pass confirm: true to close it",
+            {
+                "window_id": pane.window_id,
+                "pane_id": pane.pane_id,
+                "task_state": pane.tracker.state,
+            },
+        )
+    await rt.close_panes([pane])
+    tab_closed = window_closed = False
+    if pane.key in rt.state.panes:
+        tab_closed, window_closed = rt.remove_pane(pane)
+    rt.commit()
+    return {
+        "window_id": pane.window_id,
+        "pane_id": pane.pane_id,
+        "tab_closed": tab_closed,
+        "window_closed": window_closed,
+    }
+
+
+METHODS: Mapping[str, Handler] = {"pane.split": split, "pane.close": close}

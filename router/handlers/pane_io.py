@@ -1,0 +1,261 @@
+"""pane.prompt, pane.read, pane.wait and pane.run (R4.1, R4.4, R5.3-R5.4, R6.2)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pebrel import messages as m
+from pebrel.errors import ErrorCode, PebrelError
+from pebrel.inputs import check_prompt_text
+from pebrel.model import (
+    READ_DEFAULT_LINES,
+    READ_MAX_BYTES,
+    RUN_DEFAULT_TIMEOUT_MS,
+    WAIT_DEFAULT_TIMEOUT_MS,
+)
+from router import links
+from router.handlers import Handler, Params, Result
+from router.runtime import Runtime
+from router.state import Pane
+
+#: How long pane.run waits for a just-started shell's first prompt, and for its command start.
+FIRST_PROMPT_TIMEOUT_S = 10.0
+RUN_START_TIMEOUT_S = 5.0
+
+
+def _ids(pane: Pane) -> dict[str, int]:
+    return {"window_id": pane.window_id, "pane_id": pane.pane_id}
+
+
+def _require_live(pane: Pane, extra: dict[str, Any] | None = None) -> None:
+    if pane.exited:
+        raise PebrelError(
+            ErrorCode.INVALID_STATE,
+            f"pane {pane.pane_id} has exited: {pane.exit_reason}",
+            {**_ids(pane), "exited": True, "exit_reason": pane.exit_reason, **(extra or {})},
+        )
+
+
+def _locked(pane: Pane, extra: dict[str, Any] | None = None) -> None:
+    """Refuse a second input inside the submit barrier (never interleave two inputs)."""
+    if pane.writing or pane.tracker.input_blocked(time.monotonic()):
+        raise PebrelError(
+            ErrorCode.INPUT_IN_PROGRESS,
+            f"pane {pane.pane_id} is still confirming the previous input",
+            {**_ids(pane), "state_change_seq": pane.tracker.seq, **(extra or {})},
+        )
+
+
+async def _write(rt: Runtime, pane: Pane, data: bytes) -> None:
+    link = rt.links.get(pane.key)
+    if link is None:
+        raise PebrelError(ErrorCode.INVALID_STATE, "the pane's worker is gone", _ids(pane))
+    reply = await links.request(link, rt.send, lambda rid: m.WriteInput(request_id=rid, data=data))
+    assert isinstance(reply, m.InputWritten)
+    if reply.error:
+        raise PebrelError(
+            ErrorCode.ACTION_FAILED,
+            f"writing to pane {pane.pane_id} failed: {reply.error}",
+            {**_ids(pane), "written_bytes": reply.written},
+        )
+
+
+async def _submit_line(rt: Runtime, pane: Pane, data: bytes, submit: bool) -> None:
+    """Type `data`, then Enter as a separate write; the running edge is set before any byte."""
+    pane.writing = True
+    try:
+        if submit and pane.tracker.submit(time.monotonic()):
+            rt.schedule_expiry(pane)
+            rt.touched(pane)
+        try:
+            if data:
+                await _write(rt, pane, data)
+            if submit:
+                await _write(rt, pane, b"\r")
+        except PebrelError as exc:
+            exc.details["submitted"] = False
+            raise
+    finally:
+        pane.writing = False
+
+
+async def prompt(rt: Runtime, params: Params) -> Result:
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    data = check_prompt_text(params["text"])
+    submit = params.get("submit", True)
+    _require_live(pane, {"submitted": False})
+    _locked(pane, {"submitted": False})
+    await _submit_line(rt, pane, data, submit)
+    rt.commit()
+    return {
+        "submitted": True,
+        "state_change_seq": pane.tracker.seq,
+        **_ids(pane),
+        "snapshot": rt.state.snapshot(),
+    }
+
+
+async def read(rt: Runtime, params: Params) -> Result:
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    lines = params.get("lines", READ_DEFAULT_LINES)
+    link = rt.links.get(pane.key)
+    if link is None:
+        raise PebrelError(ErrorCode.INVALID_STATE, "the pane's worker is gone", _ids(pane))
+    reply = await links.request(
+        link,
+        rt.send,
+        lambda rid: m.ReadScreen(request_id=rid, lines=lines, max_bytes=READ_MAX_BYTES),
+    )
+    assert isinstance(reply, m.ScreenRead)
+    return {
+        **_ids(pane),
+        "text": "\n".join(reply.lines),
+        "lines": reply.lines,
+        "requested_lines": lines,
+        "returned_lines": len(reply.lines),
+        "history_available": reply.history_available,
+        "truncated": reply.truncated,
+        "task_state": pane.tracker.state,
+        "state_change_seq": pane.tracker.seq,
+        "exited": pane.exited,
+        "exit_reason": pane.exit_reason,
+    }
+
+
+def _still_there(rt: Runtime, pane: Pane, extra: dict[str, Any]) -> None:
+    if rt.state.panes.get(pane.key) is not pane:
+        raise PebrelError(
+            ErrorCode.TARGET_NOT_FOUND, f"pane {pane.pane_id} was closed", {**_ids(pane), **extra}
+        )
+
+
+async def wait(rt: Runtime, params: Params) -> Result:
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    target: str = params["state"]
+    after_seq: int | None = params.get("after_seq")
+    timeout_s = params.get("timeout_ms", WAIT_DEFAULT_TIMEOUT_MS) / 1000
+    deadline = time.monotonic() + timeout_s
+    while True:
+        _still_there(rt, pane, {})
+        found = pane.tracker.observation(target, after_seq)
+        if found is not None:
+            seq, state = found
+            return {"state": state, "state_change_seq": seq, **_ids(pane)}
+        details = {
+            **_ids(pane),
+            "state": target,
+            "after_seq": after_seq,
+            "observed_state": pane.tracker.state,
+            "observed_state_change_seq": pane.tracker.seq,
+        }
+        if pane.exited:
+            raise PebrelError(
+                ErrorCode.INVALID_STATE,
+                f"pane {pane.pane_id} has exited; it will not reach {target}",
+                {**details, "exited": True, "exit_reason": pane.exit_reason},
+            )
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise PebrelError(
+                ErrorCode.TIMEOUT, f"pane {pane.pane_id} did not reach {target} in time", details
+            )
+        await rt.next_change(pane, remaining)
+
+
+async def run(rt: Runtime, params: Params) -> Result:
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    data = check_prompt_text(params["command"], "command")
+    timeout_s = params.get("timeout_ms", RUN_DEFAULT_TIMEOUT_MS) / 1000
+    not_sent = {"submitted": False}
+    _require_live(pane, not_sent)
+    if not pane.integrated:
+        raise PebrelError(
+            ErrorCode.EXIT_CODE_UNAVAILABLE,
+            f"pane {pane.pane_id} runs a shell without OSC 133 integration; use pane.prompt",
+            {**_ids(pane), **not_sent},
+        )
+    start = time.monotonic()
+    tracker = pane.tracker
+    _locked(pane, not_sent)
+    if not tracker.at_prompt and not tracker.busy:
+        # The shell is starting, or between a command's done mark and its next prompt.
+        limit = start + min(timeout_s, FIRST_PROMPT_TIMEOUT_S)
+        while not tracker.at_prompt and not tracker.busy and time.monotonic() < limit:
+            _require_live(pane, not_sent)
+            await rt.next_change(pane, limit - time.monotonic())
+            _still_there(rt, pane, not_sent)
+        _require_live(pane, not_sent)
+        _locked(pane, not_sent)
+    if not tracker.at_prompt or tracker.busy:
+        raise PebrelError(
+            ErrorCode.INVALID_STATE,
+            f"pane {pane.pane_id} is not at a shell prompt ({tracker.state})",
+            {**_ids(pane), "task_state": tracker.state, **not_sent},
+        )
+    number = tracker.commands_started + 1
+    await _submit_line(rt, pane, data, True)
+    submitted_at = time.monotonic()
+    rt.commit()
+    if not params.get("wait", True):
+        return {
+            "status": "started",
+            "exit_code": None,
+            "duration_ms": None,
+            "state_change_seq": tracker.seq,
+            **_ids(pane),
+        }
+    sent = {**_ids(pane), "submitted": True}
+    while number not in tracker.results:
+        _still_there(rt, pane, {"submitted": True})
+        now = time.monotonic()
+        if pane.exited:
+            raise PebrelError(
+                ErrorCode.RUN_ABORTED,
+                f"pane {pane.pane_id} exited before the command finished",
+                {**sent, "exit_reason": pane.exit_reason},
+            )
+        if tracker.commands_started > number:
+            raise PebrelError(
+                ErrorCode.RUN_ABORTED, "another command started before this one finished", sent
+            )
+        if tracker.commands_started < number and now - submitted_at > min(
+            RUN_START_TIMEOUT_S, timeout_s
+        ):
+            raise PebrelError(
+                ErrorCode.RUN_START_TIMEOUT, "the shell did not start the command", sent
+            )
+        if now - start > timeout_s:
+            raise PebrelError(
+                ErrorCode.TIMEOUT,
+                "the command did not finish in time",
+                {**sent, "state_change_seq": tracker.seq},
+            )
+        limit = min(start + timeout_s, submitted_at + RUN_START_TIMEOUT_S)
+        if tracker.commands_started >= number:
+            limit = start + timeout_s
+        await rt.next_change(pane, max(limit - now, 0.001))
+    exit_code = tracker.results[number]
+    duration_ms = int((time.monotonic() - submitted_at) * 1000)
+    if exit_code is None:
+        raise PebrelError(
+            ErrorCode.EXIT_CODE_UNAVAILABLE,
+            "the command finished without reporting an exit code",
+            {**sent, "duration_ms": duration_ms},
+        )
+    return {
+        "status": "finished" if exit_code == 0 else "failed",
+        "exit_code": exit_code,
+        "duration_ms": duration_ms,
+        "state_change_seq": tracker.seq,
+        **_ids(pane),
+    }
+
+
+METHODS: Mapping[str, Handler] = {
+    "pane.prompt": prompt,
+    "pane.read": read,
+    "pane.wait": wait,
+    "pane.run": run,
+}

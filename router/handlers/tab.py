@@ -1,0 +1,65 @@
+"""tab.new and tab.close (R3.2, R3.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pebrel.errors import ErrorCode, PebrelError
+from pebrel.model import DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS
+from pebrel.shellids import default_shell, resolve_shell
+from router.handlers import Handler, Params, Result
+from router.runtime import Runtime
+from router.state import new_tab
+
+
+async def new(rt: Runtime, params: Params) -> Result:
+    window = rt.state.window(params.get("window_id"))
+    shell_id = params.get("shell")
+    shell = (
+        resolve_shell(shell_id, rt.settings)
+        if shell_id
+        else default_shell(rt.settings, rt.base_env)
+    )
+    directory = rt.check_cwd(params.get("cwd")) or rt.check_cwd(shell.cwd) or rt.launch_cwd
+    current = window.tabs[window.active_tab] if window.tabs else None
+    cols = current.cols if current else DEFAULT_TAB_COLS
+    rows = current.rows if current else DEFAULT_TAB_ROWS
+    pane = await rt.spawn_pane(window, shell, directory, cols, rows)
+    if window.window_id not in rt.state.windows:
+        await rt.close_panes([pane])
+        rt.state.panes.pop(pane.key, None)
+        raise PebrelError(
+            ErrorCode.TARGET_NOT_FOUND,
+            f"window {window.window_id} was closed meanwhile",
+            {"window_id": window.window_id},
+        )
+    window.tabs.append(new_tab(pane.pane_id, cols, rows))
+    window.active_tab = len(window.tabs) - 1
+    rt.state.focused_window = window.window_id
+    rt.commit()
+    return {"window_id": window.window_id, "tab_index": window.active_tab, "pane_id": pane.pane_id}
+
+
+async def close(rt: Runtime, params: Params) -> Result:
+    window, tab = rt.state.tab(params.get("window_id"), params["tab_index"])
+    panes = rt.state.tab_panes(window.window_id, tab)
+    busy = rt.busy_panes(panes)
+    if busy and not params.get("confirm", False):
+        raise PebrelError(
+            ErrorCode.CONFIRMATION_REQUIRED,
+            f"tab {params['tab_index']} has busy panes; pass confirm: true to close it",
+            {"window_id": window.window_id, "tab_index": params["tab_index"], "busy_panes": busy},
+        )
+    await rt.close_panes(panes)
+    for pane in panes:
+        if pane.key in rt.state.panes:
+            rt.remove_pane(pane)
+    rt.commit()
+    return {
+        "window_id": window.window_id,
+        "tab_index": params["tab_index"],
+        "closed_pane_ids": [p.pane_id for p in panes],
+    }
+
+
+METHODS: Mapping[str, Handler] = {"tab.new": new, "tab.close": close}

@@ -1,0 +1,87 @@
+"""window.create, window.focus, window.close and the legacy ATTACH (R3.1, R1.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pebrel.errors import ErrorCode, PebrelError
+from pebrel.model import DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS
+from pebrel.shellids import default_shell, resolve_shell
+from router.handlers import Handler, Params, Result
+from router.runtime import Runtime
+from router.state import Window, new_tab
+
+
+async def open_window(rt: Runtime, cwd: str | None, shell_id: str | None) -> Result:
+    shell = (
+        resolve_shell(shell_id, rt.settings)
+        if shell_id
+        else default_shell(rt.settings, rt.base_env)
+    )
+    directory = rt.check_cwd(cwd) or rt.check_cwd(shell.cwd) or rt.launch_cwd
+    window = Window(window_id=rt.state.allocate_window_id())
+    pane = await rt.spawn_pane(window, shell, directory, DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS)
+    window.tabs.append(new_tab(pane.pane_id, DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS))
+    rt.state.windows[window.window_id] = window
+    rt.state.focused_window = window.window_id
+    rt.commit()
+    return {"window_id": window.window_id, "tab_index": 0, "pane_id": pane.pane_id}
+
+
+async def create(rt: Runtime, params: Params) -> Result:
+    return await open_window(rt, params.get("cwd"), params.get("shell"))
+
+
+async def focus(rt: Runtime, params: Params) -> Result:
+    window_id, pane_id = params.get("window_id"), params.get("pane_id")
+    if window_id is None and pane_id is None:
+        raise PebrelError(ErrorCode.INVALID_PARAMS, "give window_id, pane_id or both")
+    if pane_id is None:
+        window = rt.state.window(window_id)
+        tab = window.tabs[window.active_tab]
+        target = rt.state.panes[(window.window_id, tab.focused_pane)]
+    else:
+        target = rt.state.pane(window_id, pane_id)
+    window, index, tab = rt.state.locate(target)
+    rt.state.focused_window = window.window_id
+    window.active_tab = index
+    tab.focused_pane = target.pane_id
+    rt.commit()
+    return {"window_id": window.window_id, "tab_index": index, "pane_id": target.pane_id}
+
+
+async def close(rt: Runtime, params: Params) -> Result:
+    window = rt.state.window(params.get("window_id"))
+    panes = [p for tab in window.tabs for p in rt.state.tab_panes(window.window_id, tab)]
+    busy = rt.busy_panes(panes)
+    if busy and not params.get("confirm", False):
+        raise PebrelError(
+            ErrorCode.CONFIRMATION_REQUIRED,
+            f"window {window.window_id} has busy panes; pass confirm: true to close it",
+            {"window_id": window.window_id, "busy_panes": busy},
+        )
+    await rt.close_panes(panes)
+    for pane in panes:
+        if pane.key in rt.state.panes:
+            rt.remove_pane(pane)
+    rt.commit()
+    return {"window_id": window.window_id, "closed_pane_ids": [p.pane_id for p in panes]}
+
+
+async def attach(rt: Runtime, params: Params) -> Result:
+    """Legacy `ATTACH <token> [cwd]`: focus window 1 (or the first one), creating one if none."""
+    if not rt.state.windows:
+        return await open_window(rt, params.get("cwd"), None)
+    window_id = 1 if 1 in rt.state.windows else min(rt.state.windows)
+    rt.state.focused_window = window_id
+    rt.commit()
+    window = rt.state.windows[window_id]
+    tab = window.tabs[window.active_tab]
+    return {"window_id": window_id, "tab_index": window.active_tab, "pane_id": tab.focused_pane}
+
+
+METHODS: Mapping[str, Handler] = {
+    "window.create": create,
+    "window.focus": focus,
+    "window.close": close,
+}

@@ -1,0 +1,317 @@
+"""The router's domain core: state plus the operations handlers use (spawn, close, notify).
+
+Single-threaded over the event loop. Mutations happen synchronously between awaits, so they
+apply in mailbox order; anything slow (process spawn, worker replies, kills) is awaited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pebrel import messages as m
+from pebrel import proctree
+from pebrel.envcontract import pane_env
+from pebrel.errors import ErrorCode, PebrelError
+from pebrel.model import SUBMIT_CONFIRM_MS
+from pebrel.settings import Settings
+from pebrel.shellids import ShellChoice
+from router import layout, links
+from router.links import WorkerLink
+from router.state import Pane, RouterState, Tab, Window
+
+logger = logging.getLogger(__name__)
+
+SPAWN_TIMEOUT_S = 15.0
+CLOSE_TIMEOUT_S = 3.0
+
+
+class Runtime:
+    def __init__(
+        self,
+        data_dir: Path,
+        settings: Settings,
+        endpoint: str,
+        send: Callable[[bytes, m.Message], bool],
+        base_env: dict[str, str],
+        launch_cwd: str,
+    ) -> None:
+        self.data_dir = data_dir
+        self.settings = settings
+        self.endpoint = endpoint
+        self.send = send
+        self.base_env = base_env
+        self.launch_cwd = launch_cwd
+        self.state = RouterState()
+        self.links: dict[tuple[int, int], WorkerLink] = {}
+        self._changed: dict[tuple[int, int], list[asyncio.Future[None]]] = {}
+        self.on_revision: Callable[[], None] = lambda: None
+        self.closing = False
+        self.extra_children: set[int] = set()  # the frontend: not an orphan
+        self.background: set[asyncio.Future[Any]] = set()
+
+    # -- change notification -----------------------------------------------------------------
+    def commit(self) -> None:
+        if self.state.commit():
+            self.on_revision()
+
+    def touched(self, pane: Pane) -> None:
+        """Something about `pane` changed: commit and wake everything waiting on it."""
+        self.commit()
+        for fut in self._changed.pop(pane.key, []):
+            if not fut.done():
+                fut.set_result(None)
+
+    async def next_change(self, pane: Pane, timeout_s: float) -> bool:
+        """Wait for the next fact about `pane`; False on timeout."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._changed.setdefault(pane.key, []).append(fut)
+        try:
+            await asyncio.wait_for(fut, max(timeout_s, 0))
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            waiters = self._changed.get(pane.key)
+            if waiters and fut in waiters:
+                waiters.remove(fut)
+
+    def schedule_expiry(self, pane: Pane) -> None:
+        def expire() -> None:
+            if pane.tracker.expire(time.monotonic()):
+                self.touched(pane)
+
+        asyncio.get_running_loop().call_later(SUBMIT_CONFIRM_MS / 1000 + 0.01, expire)
+
+    # -- spawning ------------------------------------------------------------------------------
+    def check_cwd(self, cwd: str | None) -> str | None:
+        if cwd is None:
+            return None
+        if not os.path.isabs(cwd) or not os.path.isdir(cwd):
+            raise PebrelError(
+                ErrorCode.INVALID_PARAMS, f"cwd {cwd!r} is not an absolute directory", {"cwd": cwd}
+            )
+        return cwd
+
+    @staticmethod
+    def check_cwd_exists(cwd: str) -> bool:
+        return os.path.isabs(cwd) and os.path.isdir(cwd)
+
+    async def spawn_pane(
+        self, window: Window, shell: ShellChoice, cwd: str, cols: int, rows: int
+    ) -> Pane:
+        """Start a worker with its shell; return the pane once its shell process exists."""
+        pane_id = window.allocate_pane_id()
+        pane = Pane(
+            window_id=window.window_id,
+            pane_id=pane_id,
+            shell=shell.argv[0],
+            shell_id=shell.shell_id,
+            cwd=cwd,
+            cols=cols,
+            rows=rows,
+        )
+        env = pane_env(
+            self.base_env, window_id=window.window_id, pane_id=pane_id, explicit=shell.env
+        )
+        config = {
+            "endpoint": self.endpoint,
+            "window_id": window.window_id,
+            "pane_id": pane_id,
+            "argv": shell.argv,
+            "integrate": shell.integrate,
+            "env": env,
+            "cwd": cwd,
+            "cols": cols,
+            "rows": rows,
+            "scrollback_lines": self.settings.scrollback_lines,
+            "log_path": str(self.data_dir / "runtime.log"),
+        }
+        loop = asyncio.get_running_loop()
+        try:
+            proc = await loop.run_in_executor(
+                None, links.spawn_worker, config, str(self.data_dir / "runtime.log")
+            )
+        except OSError as exc:
+            raise PebrelError(
+                ErrorCode.ACTION_FAILED, f"could not start a pane worker: {exc}"
+            ) from exc
+        link = WorkerLink(window.window_id, pane_id, proc, loop.create_future())
+        self.links[pane.key] = link
+        links.watch_exit(link, self._worker_exited)
+        try:
+            started = await asyncio.wait_for(asyncio.shield(link.started), SPAWN_TIMEOUT_S)
+        except (TimeoutError, PebrelError) as exc:
+            links.kill(link)
+            self.links.pop(pane.key, None)
+            if isinstance(exc, PebrelError):
+                raise
+            raise PebrelError(ErrorCode.ACTION_FAILED, "the pane did not start in time") from exc
+        if isinstance(started, m.PaneStartFailed):
+            self.links.pop(pane.key, None)
+            raise PebrelError(
+                ErrorCode.ACTION_FAILED,
+                f"could not start the shell: {started.reason}",
+                {"shell": shell.shell_id},
+            )
+        assert isinstance(started, m.PaneStarted)
+        pane.pid = started.shell_pid
+        pane.worker_pid = started.worker_pid
+        pane.integrated = started.integrated
+        pane.started = True
+        self.state.panes[pane.key] = pane
+        logger.info("pane started", extra={"window_id": pane.window_id, "pane_id": pane_id})
+        return pane
+
+    # -- worker events ---------------------------------------------------------------------------
+    def on_worker_message(self, message: m.Message) -> None:
+        if isinstance(message, m.PaneStarted | m.PaneStartFailed):
+            link = self.links.get((message.window_id, message.pane_id))
+            if link is not None and not link.started.done():
+                link.started.set_result(message)
+            return
+        if isinstance(message, m.InputWritten | m.ScreenRead | m.PtyResized | m.PaneClosed):
+            for link in self.links.values():
+                if message.request_id in link.pending:
+                    links.resolve(link, message.request_id, message)
+                    return
+            return
+        key = (message.window_id, message.pane_id)  # type: ignore[attr-defined]
+        pane = self.state.panes.get(key)
+        if pane is None:
+            return
+        if isinstance(message, m.ShellMarked):
+            pane.tracker.mark(message.mark, message.exit_code)
+        elif isinstance(message, m.CwdReported):
+            pane.cwd = message.cwd
+        elif isinstance(message, m.TitleChanged):
+            pane.title = message.title
+        elif isinstance(message, m.ForegroundChanged):
+            pane.tracker.foreground(message.shell_in_foreground)
+        elif isinstance(message, m.PaneExited):
+            self._mark_exited(pane, message.exit_code, message.reason)
+        self.touched(pane)
+
+    def _mark_exited(self, pane: Pane, exit_code: int | None, reason: str) -> None:
+        if pane.exited:
+            return
+        pane.exited = True
+        pane.exit_code = exit_code
+        pane.exit_reason = reason
+        pane.tracker.exited(exit_code)
+        logger.info("pane exited", extra={"window_id": pane.window_id, "pane_id": pane.pane_id})
+
+    def _worker_exited(self, link: WorkerLink) -> None:
+        link.dead = True
+        link.gone.set()
+        links.fail_pending(link)
+        pane = self.state.panes.get((link.window_id, link.pane_id))
+        if self.links.get((link.window_id, link.pane_id)) is link:
+            del self.links[(link.window_id, link.pane_id)]
+        if pane is None or self.closing:
+            return
+        code = link.proc.returncode
+        reason = (
+            f"pane worker killed by signal {-code}"
+            if code is not None and code < 0
+            else f"pane worker exited with status {code}"
+        )
+        if not pane.exited:
+            self._mark_exited(pane, None, reason)
+        # The shell and its children were re-parented to us (subreaper): end them.
+        self.keep(asyncio.get_running_loop().run_in_executor(None, self.reap_orphans))
+        self.touched(pane)
+
+    def keep(self, fut: asyncio.Future[Any]) -> None:
+        """Hold a reference to background work until it is done."""
+        self.background.add(fut)
+        fut.add_done_callback(self.background.discard)
+
+    def known_children(self) -> set[int]:
+        return {link.proc.pid for link in self.links.values()}
+
+    def reap_orphans(self) -> None:
+        """Kill and reap every child of the router that is not a live worker or the frontend."""
+        import psutil
+
+        keep = self.known_children() | self.extra_children
+        for _ in range(50):
+            try:
+                children = psutil.Process().children()
+            except psutil.Error:
+                return
+            orphans = [c for c in children if c.pid not in keep]
+            if not orphans:
+                return
+            for orphan in orphans:
+                proctree.kill_processes([*proctree.descendants(orphan.pid), orphan])
+            for orphan in orphans:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(orphan.pid, 0)
+
+    # -- closing --------------------------------------------------------------------------------
+    async def stop_pane_processes(self, pane: Pane) -> None:
+        link = self.links.get(pane.key)
+        if link is None:
+            return
+        try:
+            await links.request(
+                link, self.send, lambda rid: m.ClosePane(request_id=rid), CLOSE_TIMEOUT_S
+            )
+        except PebrelError:
+            links.kill(link)
+        try:
+            await asyncio.wait_for(link.gone.wait(), CLOSE_TIMEOUT_S)
+        except TimeoutError:
+            links.kill(link)
+            await link.gone.wait()
+
+    def remove_pane(self, pane: Pane) -> tuple[bool, bool]:
+        """Take a pane out of its tab (and tab/window if empty); say whether they closed."""
+        win, index, tab = self.state.locate(pane)
+        root = layout.remove_leaf(tab.root, pane.pane_id)
+        self.state.panes.pop(pane.key, None)
+        if root is None:
+            self._remove_tab(win, index)
+            return True, win.window_id not in self.state.windows
+        tab.root = root
+        if tab.zoomed_pane == pane.pane_id:
+            tab.zoomed_pane = None
+        if tab.focused_pane == pane.pane_id:
+            tab.focused_pane = next(layout.leaves(root))
+        self.resize_tab(win, tab)
+        return False, False
+
+    def _remove_tab(self, win: Window, index: int) -> None:
+        del win.tabs[index]
+        if not win.tabs:
+            del self.state.windows[win.window_id]
+            if self.state.focused_window == win.window_id:
+                self.state.focused_window = min(self.state.windows) if self.state.windows else None
+            return
+        if win.active_tab >= index and win.active_tab > 0:
+            win.active_tab -= 1
+
+    def resize_tab(self, win: Window, tab: Tab) -> None:
+        for pane in self.state.apply_sizes(win.window_id, tab):
+            link = self.links.get(pane.key)
+            if link is None:
+                continue
+            cols, rows = pane.cols, pane.rows
+            self.send(link.identity, m.ResizePty(request_id=0, cols=cols, rows=rows))
+
+    async def close_panes(self, panes: list[Pane]) -> None:
+        await asyncio.gather(*(self.stop_pane_processes(p) for p in panes))
+
+    def busy_panes(self, panes: list[Pane]) -> list[dict[str, Any]]:
+        return [
+            {"window_id": p.window_id, "pane_id": p.pane_id, "task_state": p.tracker.state}
+            for p in panes
+            if not p.exited and p.tracker.busy
+        ]

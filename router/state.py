@@ -1,0 +1,242 @@
+"""The router's state: windows, tabs, panes, focus, revision (the only writer of the snapshot)."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from pebrel.errors import ErrorCode, PebrelError
+from pebrel.taskstate import ShellTracker
+from router import layout
+from router.layout import Leaf, Node
+
+
+@dataclass(slots=True)
+class Pane:
+    window_id: int
+    pane_id: int
+    shell: str
+    shell_id: str
+    cwd: str
+    cols: int
+    rows: int
+    integrated: bool = False
+    pid: int | None = None
+    worker_pid: int | None = None
+    title: str = ""
+    exited: bool = False
+    exit_reason: str | None = None
+    exit_code: int | None = None
+    tracker: ShellTracker = field(default_factory=ShellTracker)
+    started: bool = False
+    writing: bool = False  # an input write is in flight (never interleave two inputs)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.window_id, self.pane_id)
+
+
+@dataclass(slots=True)
+class Tab:
+    root: Node
+    focused_pane: int
+    cols: int
+    rows: int
+    custom_name: str | None = None
+    zoomed_pane: int | None = None
+
+
+@dataclass(slots=True)
+class Window:
+    window_id: int
+    tabs: list[Tab] = field(default_factory=list)
+    active_tab: int = 0
+    next_pane_id: int = 1
+
+    def allocate_pane_id(self) -> int:
+        pane_id = self.next_pane_id
+        self.next_pane_id += 1
+        return pane_id
+
+
+class RouterState:
+    def __init__(self) -> None:
+        self.runtime_id = secrets.token_hex(8)
+        self.windows: dict[int, Window] = {}
+        self.panes: dict[tuple[int, int], Pane] = {}
+        self.focused_window: int | None = None
+        self.next_window_id = 1
+        self.revision = 0
+        self._last_projection: dict[str, Any] | None = None
+        self._snapshot: dict[str, Any] = {}
+
+    # -- ids -----------------------------------------------------------------------------
+    def allocate_window_id(self) -> int:
+        window_id = self.next_window_id
+        self.next_window_id += 1
+        return window_id
+
+    # -- lookup --------------------------------------------------------------------------
+    def window(self, window_id: int | None) -> Window:
+        if window_id is None:
+            if self.focused_window is None:
+                raise PebrelError(ErrorCode.TARGET_NOT_FOUND, "no window is open")
+            window_id = self.focused_window
+        found = self.windows.get(window_id)
+        if found is None:
+            raise PebrelError(
+                ErrorCode.TARGET_NOT_FOUND,
+                f"window {window_id} does not exist",
+                {"window_id": window_id},
+            )
+        return found
+
+    def pane(self, window_id: int | None, pane_id: int | None) -> Pane:
+        """Resolve a pane target (R2.8): never guess between windows."""
+        if pane_id is None:
+            win = self.window(window_id)
+            tab = win.tabs[win.active_tab]
+            return self.panes[(win.window_id, tab.focused_pane)]
+        if window_id is not None:
+            self.window(window_id)
+            found = self.panes.get((window_id, pane_id))
+            if found is None:
+                raise PebrelError(
+                    ErrorCode.TARGET_NOT_FOUND,
+                    f"pane {pane_id} does not exist in window {window_id}",
+                    {"window_id": window_id, "pane_id": pane_id},
+                )
+            return found
+        candidates = [p for (w, pid), p in self.panes.items() if pid == pane_id]
+        if not candidates:
+            raise PebrelError(
+                ErrorCode.TARGET_NOT_FOUND, f"pane {pane_id} does not exist", {"pane_id": pane_id}
+            )
+        if len(candidates) > 1:
+            raise PebrelError(
+                ErrorCode.AMBIGUOUS_TARGET,
+                f"pane {pane_id} exists in several windows; pass window_id",
+                {"pane_id": pane_id, "window_ids": sorted(p.window_id for p in candidates)},
+            )
+        return candidates[0]
+
+    def locate(self, pane: Pane) -> tuple[Window, int, Tab]:
+        win = self.windows[pane.window_id]
+        for index, tab in enumerate(win.tabs):
+            if pane.pane_id in layout.leaves(tab.root):
+                return win, index, tab
+        raise KeyError(pane.key)
+
+    def tab(self, window_id: int | None, tab_index: int) -> tuple[Window, Tab]:
+        win = self.window(window_id)
+        if not 0 <= tab_index < len(win.tabs):
+            raise PebrelError(
+                ErrorCode.TARGET_NOT_FOUND,
+                f"window {win.window_id} has no tab {tab_index}",
+                {"window_id": win.window_id, "tab_index": tab_index},
+            )
+        return win, win.tabs[tab_index]
+
+    def tab_panes(self, window_id: int, tab: Tab) -> list[Pane]:
+        return [self.panes[(window_id, pid)] for pid in layout.leaves(tab.root)]
+
+    # -- layout sizes ---------------------------------------------------------------------
+    def apply_sizes(self, window_id: int, tab: Tab) -> list[Pane]:
+        """Recompute pane sizes of a tab; return the panes whose size changed."""
+        if tab.zoomed_pane is not None:
+            new = {pid: (tab.cols, tab.rows) for pid in layout.leaves(tab.root)}
+        else:
+            new = layout.sizes(tab.root, tab.cols, tab.rows)
+        changed = []
+        for pid, (cols, rows) in new.items():
+            pane = self.panes.get((window_id, pid))
+            if pane is not None and (pane.cols, pane.rows) != (cols, rows):
+                pane.cols, pane.rows = cols, rows
+                changed.append(pane)
+        return changed
+
+    # -- projection ------------------------------------------------------------------------
+    def pane_record(self, pane: Pane, tab_index: int, focused: bool) -> dict[str, Any]:
+        return {
+            "window_id": pane.window_id,
+            "tab_index": tab_index,
+            "pane_id": pane.pane_id,
+            "focused": focused,
+            "title": pane.title,
+            "cwd": pane.cwd,
+            "shell": pane.shell,
+            "pid": pane.pid,
+            "cols": pane.cols,
+            "rows": pane.rows,
+            "task_state": pane.tracker.state,
+            "state_change_seq": pane.tracker.seq,
+            "exited": pane.exited,
+            "exit_reason": pane.exit_reason,
+            "remote": False,
+        }
+
+    def _project(self) -> dict[str, Any]:
+        windows = []
+        for window_id in sorted(self.windows):
+            win = self.windows[window_id]
+            win_focused = window_id == self.focused_window
+            tabs = []
+            for index, tab in enumerate(win.tabs):
+                active = index == win.active_tab
+                panes = [
+                    self.pane_record(
+                        self.panes[(window_id, pid)],
+                        index,
+                        win_focused and active and pid == tab.focused_pane,
+                    )
+                    for pid in layout.leaves(tab.root)
+                    if (window_id, pid) in self.panes
+                ]
+                tabs.append(
+                    {
+                        "tab_index": index,
+                        "name": tab.custom_name or self._default_tab_name(window_id, tab),
+                        "custom_name": tab.custom_name,
+                        "active": active,
+                        "focused_pane_id": tab.focused_pane,
+                        "zoomed_pane_id": tab.zoomed_pane,
+                        "cols": tab.cols,
+                        "rows": tab.rows,
+                        "layout": layout.to_wire(tab.root),
+                        "panes": panes,
+                    }
+                )
+            windows.append({"window_id": window_id, "focused": win_focused, "tabs": tabs})
+        return {"focused_window_id": self.focused_window, "windows": windows}
+
+    def _default_tab_name(self, window_id: int, tab: Tab) -> str:
+        pane = self.panes.get((window_id, tab.focused_pane))
+        if pane is None:
+            return ""
+        return pane.title or pane.shell.rsplit("/", 1)[-1]
+
+    def commit(self) -> bool:
+        """Recompute the projection; bump `revision` only if its content changed (R2.6)."""
+        projection = self._project()
+        if projection == self._last_projection:
+            return False
+        self._last_projection = projection
+        self.revision += 1
+        self._snapshot = {"runtime_id": self.runtime_id, "revision": self.revision, **projection}
+        return True
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._snapshot
+
+    def flat_panes(self) -> list[dict[str, Any]]:
+        return [
+            pane
+            for win in self._snapshot.get("windows", [])
+            for tab in win["tabs"]
+            for pane in tab["panes"]
+        ]
+
+
+def new_tab(pane_id: int, cols: int, rows: int) -> Tab:
+    return Tab(root=Leaf(pane_id), focused_pane=pane_id, cols=cols, rows=rows)

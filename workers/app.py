@@ -1,0 +1,359 @@
+"""The pane worker process: one PTY, its screen and scrollback, its OSC 133 / OSC 7 tracker.
+
+It reports facts to the router (marks, cwd, title, foreground group, exit) and answers the
+router's commands (write, read, resize, close). It never decides what the facts mean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+import urllib.parse
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import zmq
+import zmq.asyncio
+
+from pebrel import messages as m
+from pebrel import proctree
+from workers.osc import OscEvent, OscScanner
+from workers.pty import PosixPty
+from workers.screen import PaneScreen
+from workers.shells import launch_spec
+
+logger = logging.getLogger(__name__)
+
+CONFIG_ENV = "PEBREL_WORKER_CONFIG"
+FOREGROUND_POLL_S = 0.05
+WRITE_DEADLINE_S = 10.0
+#: Bytes fed to the screen per loop turn, so requests are served during a flood.
+FEED_SLICE = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    endpoint: str
+    window_id: int
+    pane_id: int
+    argv: list[str]
+    integrate: bool
+    env: dict[str, str]
+    cwd: str
+    cols: int
+    rows: int
+    scrollback_lines: int
+    log_path: str
+
+    @staticmethod
+    def from_env() -> WorkerConfig:
+        raw: dict[str, Any] = json.loads(os.environ[CONFIG_ENV])
+        return WorkerConfig(**raw)
+
+
+@dataclass(slots=True)
+class PendingWrite:
+    request_id: int
+    data: bytes
+    offset: int
+    deadline: float
+
+
+class Worker:
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.scanner = OscScanner()
+        self.screen = PaneScreen(
+            config.cols, config.rows, config.scrollback_lines, write_back=self._write_back
+        )
+        argv, env = config.argv, dict(config.env)
+        integrated = False
+        if config.integrate:
+            spec = launch_spec(argv[0], env)
+            argv, integrated = spec.argv, spec.integrated
+            env.update(spec.env)
+        self.integrated = integrated
+        # Fork the shell before any zmq context or thread exists (TRAPS: never fork with one).
+        self.pty = PosixPty(argv, env, config.cwd, config.cols, config.rows)
+        self.writes: deque[PendingWrite] = deque()
+        self.cwd: str | None = None
+        self.title = ""
+        self.shell_in_foreground = True
+        self.exited = False
+        self.exit_task: asyncio.Task[None] | None = None
+        self.ctx: zmq.asyncio.Context | None = None
+        self.sock: zmq.asyncio.Socket | None = None
+
+    # -- outbound ----------------------------------------------------------------------------
+    def send(self, message: m.Message) -> None:
+        assert self.sock is not None
+        try:
+            self.sock.send(m.encode(message), flags=zmq.NOBLOCK)
+        except zmq.ZMQError:
+            logger.warning("router unreachable, message dropped", extra={"type": message.type})
+
+    def _ids(self) -> dict[str, int]:
+        return {"window_id": self.config.window_id, "pane_id": self.config.pane_id}
+
+    # -- PTY output --------------------------------------------------------------------------
+    def _write_back(self, data: bytes | str) -> None:
+        payload = data.encode() if isinstance(data, str) else data
+        self._queue_write(-1, payload)
+
+    def on_readable(self) -> None:
+        data = self.pty.read(65536)
+        if data is None:
+            return
+        if data == b"":
+            self._on_eof()
+            return
+        self._process(data)
+
+    def _process(self, data: bytes) -> None:
+        for part in self.scanner.feed(data):
+            if isinstance(part, OscEvent):
+                self._on_osc(part)
+            else:
+                for start in range(0, len(part), FEED_SLICE):
+                    self.screen.feed(part[start : start + FEED_SLICE])
+        title = self.screen.title
+        if title != self.title:
+            self.title = title
+            self.send(m.TitleChanged(**self._ids(), title=title))
+        self._check_foreground()
+
+    def _on_osc(self, event: OscEvent) -> None:
+        if event.code == 133:
+            fields = event.payload.split(";")
+            mark = fields[0][:1]
+            if mark not in ("A", "B", "C", "D"):
+                return
+            code: int | None = None
+            if mark == "D" and len(fields) > 1:
+                with contextlib.suppress(ValueError):
+                    code = int(fields[1])
+            self.send(
+                m.ShellMarked(
+                    **self._ids(), mark=mark, exit_code=code, row=self.screen.cursor_row_absolute
+                )
+            )
+        elif event.code == 7:
+            parsed = urllib.parse.urlparse(event.payload)
+            if parsed.scheme == "file" and parsed.path:
+                cwd = urllib.parse.unquote(parsed.path)
+                if cwd != self.cwd:
+                    self.cwd = cwd
+                    self.send(m.CwdReported(**self._ids(), cwd=cwd))
+
+    def _check_foreground(self) -> None:
+        if self.exited:
+            return
+        pgid = self.pty.foreground_pgid()
+        if pgid is None:
+            return
+        in_fg = pgid == self.pty.pid
+        if in_fg != self.shell_in_foreground:
+            self.shell_in_foreground = in_fg
+            self.send(
+                m.ForegroundChanged(**self._ids(), shell_in_foreground=in_fg, foreground_pgid=pgid)
+            )
+
+    def _on_eof(self) -> None:
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(self.pty.fd)
+        if not self.exited:
+            self.exit_task = loop.create_task(self._await_exit())
+
+    async def _await_exit(self) -> None:
+        status = self.pty.reap()
+        deadline = time.monotonic() + 5
+        while status is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)  # EIO came first; the exit status follows within ms
+            status = self.pty.reap()
+        self.exited = True
+        code = status.exit_code if status else None
+        sig = status.signal if status else None
+        reason = (
+            f"shell exited with status {code}" if sig is None else f"shell killed by signal {sig}"
+        )
+        logger.info("shell exited", extra={**self._ids(), "exit_code": code})
+        self.send(m.PaneExited(**self._ids(), exit_code=code, signal=sig, reason=reason))
+
+    # -- PTY input ---------------------------------------------------------------------------
+    def _queue_write(self, request_id: int, data: bytes) -> None:
+        self.writes.append(PendingWrite(request_id, data, 0, time.monotonic() + WRITE_DEADLINE_S))
+        self._flush()
+
+    def _flush(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self.writes:
+            item = self.writes[0]
+            if self.exited:
+                self._finish_write(item, "pane exited")
+                continue
+            try:
+                n = self.pty.write(item.data[item.offset : item.offset + 4096])
+            except OSError as exc:
+                self._finish_write(item, f"write failed: {exc.strerror}")
+                continue
+            item.offset += n
+            if item.offset >= len(item.data):
+                self._finish_write(item, None)
+                continue
+            if n == 0:
+                if time.monotonic() > item.deadline:
+                    self._finish_write(item, "the program in the pane is not reading input")
+                    continue
+                loop.add_writer(self.pty.fd, self._on_writable)
+                loop.call_later(0.5, self._flush)
+                return
+        with contextlib.suppress(Exception):
+            loop.remove_writer(self.pty.fd)
+
+    def _on_writable(self) -> None:
+        asyncio.get_running_loop().remove_writer(self.pty.fd)
+        self._flush()
+
+    def _finish_write(self, item: PendingWrite, error: str | None) -> None:
+        self.writes.popleft()
+        if item.request_id >= 0:
+            self.send(m.InputWritten(request_id=item.request_id, written=item.offset, error=error))
+
+    # -- router commands ---------------------------------------------------------------------
+    def handle(self, message: m.Message) -> bool:
+        """Apply one command; False when the worker should exit."""
+        if isinstance(message, m.WriteInput):
+            self._queue_write(message.request_id, message.data)
+        elif isinstance(message, m.ReadScreen):
+            self.on_readable_all()
+            result = self.screen.read(message.lines, message.max_bytes)
+            self.send(
+                m.ScreenRead(
+                    request_id=message.request_id,
+                    lines=result.lines,
+                    history_available=result.history_available,
+                    truncated=result.truncated,
+                )
+            )
+        elif isinstance(message, m.ResizePty):
+            self.screen.resize(message.cols, message.rows)
+            if not self.exited:
+                with contextlib.suppress(OSError):
+                    self.pty.resize(message.cols, message.rows)
+            self.send(
+                m.PtyResized(request_id=message.request_id, cols=message.cols, rows=message.rows)
+            )
+        elif isinstance(message, m.ClosePane):
+            self.close_tree()
+            self.send(m.PaneClosed(request_id=message.request_id))
+            return False
+        return True
+
+    def on_readable_all(self) -> None:
+        """Process output that is already waiting, so a read sees everything written so far."""
+        for _ in range(64):
+            data = self.pty.read(65536)
+            if not data:
+                if data == b"":
+                    self._on_eof()
+                return
+            self._process(data)
+
+    def close_tree(self) -> None:
+        self.pty.kill()
+        proctree.kill_descendants()
+        self.pty.reap()
+        self.pty.close_fd()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.ctx = zmq.asyncio.Context()
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 2000)
+        self.sock.setsockopt(
+            zmq.IDENTITY, f"w{self.config.window_id}.{self.config.pane_id}".encode()
+        )
+        self.sock.connect(self.config.endpoint)
+        self.send(
+            m.PaneStarted(
+                **self._ids(),
+                worker_pid=os.getpid(),
+                shell_pid=self.pty.pid,
+                integrated=self.integrated,
+            )
+        )
+        loop.add_reader(self.pty.fd, self.on_readable)
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        poll = loop.create_task(self._poll_foreground())
+        recv = loop.create_task(self._receive(stop))
+        await stop.wait()
+        poll.cancel()
+        recv.cancel()
+        if not self.exited:
+            self.close_tree()
+        self.sock.close(linger=500)
+        self.ctx.term()
+
+    async def _receive(self, stop: asyncio.Event) -> None:
+        assert self.sock is not None
+        while True:
+            frame = await self.sock.recv()
+            try:
+                message = m.decode(frame)
+            except m.MessageError:
+                logger.warning("undecodable message from router")
+                continue
+            try:
+                keep = self.handle(message)
+            except Exception:
+                logger.exception("worker failed to handle a message", extra={"type": message.type})
+                continue
+            if not keep:
+                stop.set()
+                return
+
+    async def _poll_foreground(self) -> None:
+        while True:
+            await asyncio.sleep(FOREGROUND_POLL_S)
+            self._check_foreground()
+
+
+def main() -> None:
+    config = WorkerConfig.from_env()
+    logging.basicConfig(
+        filename=config.log_path,
+        level=logging.INFO,
+        format=f"%(asctime)s worker[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
+    )
+    proctree.set_parent_death_signal(signal.SIGTERM)
+    proctree.set_child_subreaper()
+    if os.getppid() == 1:
+        sys.exit(0)
+    try:
+        worker = Worker(config)
+    except Exception as exc:
+        logger.exception("pane start failed")
+        ctx = zmq.Context()
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 2000)
+        sock.connect(config.endpoint)
+        sock.send(
+            m.encode(
+                m.PaneStartFailed(
+                    window_id=config.window_id, pane_id=config.pane_id, reason=str(exc)
+                )
+            )
+        )
+        sock.close()
+        ctx.term()
+        sys.exit(1)
+    asyncio.run(worker.run())

@@ -1,0 +1,88 @@
+# Pebrel shell integration for bash, loaded with `bash --rcfile <this file> -i`.
+#
+# --rcfile replaces ~/.bashrc, so the user's own setup is sourced here first; then the
+# integration emits, on the pane's terminal:
+#   ESC ] 133;D;<status> BEL   after a command that was started with C (from PROMPT_COMMAND)
+#   ESC ] 7;file://<host><percent-encoded cwd> BEL   before each prompt (from PROMPT_COMMAND)
+#   ESC ] 133;A BEL / ESC ] 133;B BEL   around PS1 (wrapped in \[ \])
+#   ESC ] 133;C BEL   from PS0, once a non-empty command line has been read
+# Helper variables are shell variables only: nothing is exported to child processes.
+
+# Bash builds that define SYS_BASHRC (Debian, Arch, ...) read /etc/bash.bashrc themselves even
+# with --rcfile; Pebrel says so through PEBREL_BASH_SYSTEM_RC=read so it is not sourced twice.
+__pebrel_system_rc=${PEBREL_BASH_SYSTEM_RC-}
+unset PEBREL_BASH_SYSTEM_RC
+if [[ $__pebrel_system_rc != read && -r /etc/bash.bashrc ]]; then
+    . /etc/bash.bashrc
+fi
+unset __pebrel_system_rc
+if [[ -f ~/.bashrc ]]; then
+    . ~/.bashrc
+fi
+
+if [[ -z ${__pebrel_installed-} ]]; then
+    __pebrel_installed=1
+    __pebrel_command_started=0
+    __pebrel_mark_a='\[\e]133;A\a\]'
+    __pebrel_mark_b='\[\e]133;B\a\]'
+    # Expands to nothing; its arithmetic side effect records, in the current shell, that a
+    # command line was read (PS0 is not displayed for empty or comment-only lines).
+    __pebrel_mark_c='${PS0:0:$((__pebrel_command_started=1,0))}\e]133;C\a'
+    unset __pebrel_ps1 __pebrel_ps0  # the PS1/PS0 values last produced here
+
+    __pebrel_urlencode() {
+        # Percent-encodes $1 byte by byte into __pebrel_url (no subshell).
+        local LC_ALL=C
+        local s=$1 c i
+        __pebrel_url=''
+        if [[ $s != *[!A-Za-z0-9/._~-]* ]]; then
+            __pebrel_url=$s
+            return
+        fi
+        for ((i = 0; i < ${#s}; i++)); do
+            c=${s:i:1}
+            case $c in
+                [A-Za-z0-9/._~-]) __pebrel_url+=$c ;;
+                *) printf -v c '%%%02X' "'$c"; __pebrel_url+=$c ;;
+            esac
+        done
+    }
+
+    __pebrel_precmd() {
+        local status=$?
+        if [[ $__pebrel_command_started == 1 ]]; then
+            __pebrel_command_started=0
+            printf '\e]133;D;%s\a' "$status"
+        fi
+        __pebrel_urlencode "$PWD"
+        printf '\e]7;file://%s%s\a' "${HOSTNAME-}" "$__pebrel_url"
+        return "$status"
+    }
+
+    __pebrel_apply_prompts() {
+        # Puts A/B around PS1 and C at the end of PS0, once, even if prompt code rewrote them.
+        local status=$? p
+        if [[ -z ${__pebrel_ps1+set} || ${PS1-} != "$__pebrel_ps1" ]]; then
+            p=${PS1-}
+            p=${p//"$__pebrel_mark_a"/}
+            p=${p//"$__pebrel_mark_b"/}
+            PS1=$__pebrel_mark_a$p$__pebrel_mark_b
+            __pebrel_ps1=$PS1
+        fi
+        if [[ -z ${__pebrel_ps0+set} || ${PS0-} != "$__pebrel_ps0" ]]; then
+            p=${PS0-}
+            PS0=${p//"$__pebrel_mark_c"/}$__pebrel_mark_c
+            __pebrel_ps0=$PS0
+        fi
+        return "$status"
+    }
+
+    # PROMPT_COMMAND may be a string or (bash >= 5.1) an array: capture $? before anything
+    # else runs, and re-apply the marks after the user's prompt code may have rewritten PS1.
+    if [[ -v PROMPT_COMMAND && ${PROMPT_COMMAND@a} == *a* ]]; then
+        PROMPT_COMMAND=(__pebrel_precmd "${PROMPT_COMMAND[@]}" __pebrel_apply_prompts)
+    else
+        PROMPT_COMMAND=__pebrel_precmd$'\n'${PROMPT_COMMAND:+$PROMPT_COMMAND$'\n'}__pebrel_apply_prompts
+    fi
+    __pebrel_apply_prompts
+fi
