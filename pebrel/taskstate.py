@@ -37,6 +37,7 @@ class ShellTracker:
         self.state: TaskState = "idle"
         self.seq = 1
         self.history: deque[tuple[int, TaskState]] = deque([(1, "idle")], maxlen=HISTORY_LEN)
+        self.integrated = False  # the shell was launched with OSC 133 integration
         self.prompt_seen = False  # an OSC 133 A proved the integration works
         self.at_prompt = False  # last mark was A/B and no command started since
         self.command_running = False  # C seen, D not yet
@@ -112,7 +113,7 @@ class ShellTracker:
     def foreground(self, shell_in_foreground: bool) -> bool:
         """Fallback evidence for shells without integration: the PTY's foreground group."""
         self.shell_in_foreground = shell_in_foreground
-        if self.prompt_seen:
+        if self.integrated or self.prompt_seen:
             return False
         if not shell_in_foreground:
             self.pending = None
@@ -131,8 +132,14 @@ class ShellTracker:
         return False
 
     @property
+    def command_active(self) -> bool:
+        """A command runs (by the marks, or by the submit edge not yet confirmed)."""
+        return self.state == "running" or self.command_running
+
+    @property
     def busy(self) -> bool:
-        return self.state == "running" or self.command_running or not self.shell_in_foreground
+        """Something runs in the pane: a command, or any program holding the foreground."""
+        return self.command_active or not self.shell_in_foreground
 
     def observation(self, target: str, after_seq: int | None) -> tuple[int, TaskState] | None:
         """First observation matching `target` with seq > after_seq (or the current one)."""

@@ -50,6 +50,8 @@ class Runtime:
         self.launch_cwd = launch_cwd
         self.state = RouterState()
         self.links: dict[tuple[int, int], WorkerLink] = {}
+        #: Panes whose worker is starting: facts they report before the layout has them apply.
+        self.starting: dict[tuple[int, int], Pane] = {}
         self._changed: dict[tuple[int, int], list[asyncio.Future[None]]] = {}
         self.on_revision: Callable[[], None] = lambda: None
         self.closing = False
@@ -144,6 +146,7 @@ class Runtime:
             ) from exc
         link = WorkerLink(window.window_id, pane_id, proc, loop.create_future())
         self.links[pane.key] = link
+        self.starting[pane.key] = pane
         links.watch_exit(link, self._worker_exited)
         try:
             started = await asyncio.wait_for(asyncio.shield(link.started), SPAWN_TIMEOUT_S)
@@ -153,6 +156,8 @@ class Runtime:
             if isinstance(exc, PebrelError):
                 raise
             raise PebrelError(ErrorCode.ACTION_FAILED, "the pane did not start in time") from exc
+        finally:
+            self.starting.pop(pane.key, None)
         if isinstance(started, m.PaneStartFailed):
             self.links.pop(pane.key, None)
             raise PebrelError(
@@ -160,10 +165,6 @@ class Runtime:
                 f"could not start the shell: {started.reason}",
                 {"shell": shell.shell_id},
             )
-        assert isinstance(started, m.PaneStarted)
-        pane.pid = started.shell_pid
-        pane.worker_pid = started.worker_pid
-        pane.integrated = started.integrated
         pane.started = True
         self.state.panes[pane.key] = pane
         logger.info("pane started", extra={"window_id": pane.window_id, "pane_id": pane_id})
@@ -172,7 +173,14 @@ class Runtime:
     # -- worker events ---------------------------------------------------------------------------
     def on_worker_message(self, message: m.Message) -> None:
         if isinstance(message, m.PaneStarted | m.PaneStartFailed):
-            link = self.links.get((message.window_id, message.pane_id))
+            key = (message.window_id, message.pane_id)
+            link = self.links.get(key)
+            starting = self.starting.get(key)
+            if isinstance(message, m.PaneStarted) and starting is not None:
+                starting.pid = message.shell_pid
+                starting.worker_pid = message.worker_pid
+                starting.integrated = message.integrated
+                starting.tracker.integrated = message.integrated
             if link is not None and not link.started.done():
                 link.started.set_result(message)
             return
@@ -183,7 +191,7 @@ class Runtime:
                     return
             return
         key = (message.window_id, message.pane_id)  # type: ignore[attr-defined]
-        pane = self.state.panes.get(key)
+        pane = self.state.panes.get(key) or self.starting.get(key)
         if pane is None:
             return
         if isinstance(message, m.ShellMarked):

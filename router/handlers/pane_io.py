@@ -179,16 +179,16 @@ async def run(rt: Runtime, params: Params) -> Result:
     start = time.monotonic()
     tracker = pane.tracker
     _locked(pane, not_sent)
-    if not tracker.at_prompt and not tracker.busy:
+    if not tracker.at_prompt and not tracker.command_active:
         # The shell is starting, or between a command's done mark and its next prompt.
         limit = start + min(timeout_s, FIRST_PROMPT_TIMEOUT_S)
-        while not tracker.at_prompt and not tracker.busy and time.monotonic() < limit:
+        while not tracker.at_prompt and not tracker.command_active and time.monotonic() < limit:
             _require_live(pane, not_sent)
             await rt.next_change(pane, limit - time.monotonic())
             _still_there(rt, pane, not_sent)
         _require_live(pane, not_sent)
         _locked(pane, not_sent)
-    if not tracker.at_prompt or tracker.busy:
+    if not tracker.at_prompt or tracker.command_active:
         raise PebrelError(
             ErrorCode.INVALID_STATE,
             f"pane {pane.pane_id} is not at a shell prompt ({tracker.state})",

@@ -1,0 +1,220 @@
+"""Shared fixtures: a real runtime in a temp data dir, driven through the CLI and the socket.
+
+Every runtime started here is stopped in the finalizer, and the finalizer fails the test if
+any process that carries this runtime's data dir in its environment outlived `runtime stop`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from pebrel.client import Client
+
+BIN_DIR = Path(sys.executable).parent
+PEBREL = str(BIN_DIR / "pebrel")
+
+
+def processes_of(data_dir: Path) -> list[psutil.Process]:
+    """Every live process whose environment names this data dir (router, workers, shells...)."""
+    marker = f"PEBREL_DATA_DIR={data_dir}"
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid == os.getpid():
+            continue
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            with open(f"/proc/{proc.pid}/environ", "rb") as handle:
+                environ = handle.read().split(b"\0")
+        except (OSError, psutil.Error):
+            continue
+        if marker.encode() in environ:
+            found.append(proc)
+    return found
+
+
+def wait_for(
+    predicate: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.02
+) -> Any:
+    """Poll `predicate` until truthy; fail with the last value seen (never a bare sleep)."""
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval_s)
+    pytest.fail(f"timed out after {timeout_s}s waiting for {what}; last seen: {last!r}")
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(self.stdout)
+        return loaded
+
+
+class Runtime:
+    """A running Pebrel runtime of one temp data dir."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
+        self.data_dir = data_dir
+        self.env = env
+        self._clients: list[Client] = []
+
+    def cli(self, *args: str, timeout: float = 60, check: bool = False, **env: str) -> CliResult:
+        proc = subprocess.run(
+            [PEBREL, *args],
+            env={**self.env, **env},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        result = CliResult(proc.returncode, proc.stdout, proc.stderr)
+        if check and proc.returncode != 0:
+            pytest.fail(f"pebrel {' '.join(args)} -> {proc.returncode}: {proc.stdout}{proc.stderr}")
+        return result
+
+    def client(self) -> Client:
+        client = Client(self.data_dir)
+        self._clients.append(client)
+        return client
+
+    def call(
+        self, method: str, params: dict[str, Any] | None = None, timeout_s: float = 60
+    ) -> dict[str, Any]:
+        """Send one request on a fresh connection; return the envelope."""
+        with Client(self.data_dir, timeout_s=timeout_s) as client:
+            return client.call(method, params or {})
+
+    def ok(
+        self, method: str, params: dict[str, Any] | None = None, timeout_s: float = 60
+    ) -> dict[str, Any]:
+        envelope = self.call(method, params, timeout_s)
+        assert envelope["ok"], json.dumps(envelope)
+        result: dict[str, Any] = envelope["result"]
+        return result
+
+    def error(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        envelope = self.call(method, params)
+        assert not envelope["ok"], json.dumps(envelope)
+        error: dict[str, Any] = envelope["error"]
+        return error
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.ok("runtime.snapshot")
+
+    def pane(self, pane_id: int, window_id: int = 1) -> dict[str, Any]:
+        for win in self.snapshot()["windows"]:
+            for tab in win["tabs"]:
+                for pane in tab["panes"]:
+                    if pane["pane_id"] == pane_id and pane["window_id"] == window_id:
+                        return dict(pane)
+        raise KeyError((window_id, pane_id))
+
+    def read_text(self, pane_id: int, window_id: int = 1, lines: int = 200) -> str:
+        text: str = self.ok(
+            "pane.read", {"window_id": window_id, "pane_id": pane_id, "lines": lines}
+        )["text"]
+        return text
+
+    def wait_text(
+        self, pane_id: int, needle: str, window_id: int = 1, timeout_s: float = 15
+    ) -> str:
+        text: str = wait_for(
+            lambda: (t := self.read_text(pane_id, window_id)) if needle in t else None,
+            timeout_s,
+            f"{needle!r} in pane {window_id}:{pane_id}",
+        )
+        return text
+
+    def run(self, pane_id: int, command: str, window_id: int = 1) -> dict[str, Any]:
+        return self.ok("pane.run", {"window_id": window_id, "pane_id": pane_id, "command": command})
+
+    @property
+    def pid(self) -> int:
+        info = json.loads((self.data_dir / "runtime.port").read_text())
+        return int(info["pid"])
+
+    def close_clients(self) -> None:
+        for client in self._clients:
+            client.close()
+        self._clients.clear()
+
+
+def base_env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    env = {
+        "HOME": str(home),
+        "PATH": f"{BIN_DIR}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "SHELL": "/bin/bash",
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PEBREL_DATA_DIR": str(data),
+    }
+    for key in ("PEBREL_WINDOW_ID", "PEBREL_PANE_ID", "NEBULA_WINDOW_ID", "NEBULA_PANE_ID"):
+        env.pop(key, None)
+    return env
+
+
+def stop_and_check(rt: Runtime) -> None:
+    """Stop the runtime; kill and report anything of this data dir that survived."""
+    rt.close_clients()
+    rt.cli("runtime", "stop", timeout=60)
+    deadline = time.monotonic() + 10
+    leftovers = processes_of(rt.data_dir)
+    while leftovers and time.monotonic() < deadline:
+        time.sleep(0.05)
+        leftovers = processes_of(rt.data_dir)
+    if leftovers:
+        described = [(p.pid, p.name(), p.cmdline()) for p in leftovers if p.is_running()]
+        for proc in leftovers:
+            try:
+                proc.send_signal(signal.SIGKILL)
+            except psutil.Error:
+                pass
+        pytest.fail(f"processes outlived `pebrel runtime stop`: {described}")
+
+
+@pytest.fixture
+def runtime_env(tmp_path: Path) -> dict[str, str]:
+    return base_env(tmp_path)
+
+
+@pytest.fixture
+def runtime(tmp_path: Path, runtime_env: dict[str, str]) -> Iterator[Runtime]:
+    """A started runtime (window 1, one pane running bash); stopped and checked afterwards."""
+    rt = Runtime(Path(runtime_env["PEBREL_DATA_DIR"]), runtime_env)
+    started = rt.cli("runtime", "start", timeout=60)
+    try:
+        assert started.code == 0, started
+        yield rt
+    finally:
+        stop_and_check(rt)
+
+
+def at_prompt(rt: Runtime, pane_id: int = 1, window_id: int = 1) -> None:
+    """Wait until a pane's shell has drawn its first prompt (a `true` run succeeds)."""
+    rt.run(pane_id, "true", window_id)
