@@ -108,10 +108,16 @@ def remove_port_file(directory: Path, runtime_id: str) -> None:
 
 
 def pid_alive(pid: int) -> bool:
+    """True if `pid` runs (a zombie, exited but not yet reaped by its parent, does not count)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True

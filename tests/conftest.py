@@ -6,6 +6,7 @@ any process that carries this runtime's data dir in its environment outlived `ru
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -139,12 +140,12 @@ class Runtime:
     def wait_text(
         self, pane_id: int, needle: str, window_id: int = 1, timeout_s: float = 15
     ) -> str:
-        text: str = wait_for(
-            lambda: (t := self.read_text(pane_id, window_id)) if needle in t else None,
-            timeout_s,
-            f"{needle!r} in pane {window_id}:{pane_id}",
-        )
-        return text
+        def seen() -> str | None:
+            text = self.read_text(pane_id, window_id)
+            return text if needle in text else None
+
+        found: str = wait_for(seen, timeout_s, f"{needle!r} in pane {window_id}:{pane_id}")
+        return found
 
     def run(self, pane_id: int, command: str, window_id: int = 1) -> dict[str, Any]:
         return self.ok("pane.run", {"window_id": window_id, "pane_id": pane_id, "command": command})
@@ -191,10 +192,8 @@ def stop_and_check(rt: Runtime) -> None:
     if leftovers:
         described = [(p.pid, p.name(), p.cmdline()) for p in leftovers if p.is_running()]
         for proc in leftovers:
-            try:
+            with contextlib.suppress(psutil.Error):
                 proc.send_signal(signal.SIGKILL)
-            except psutil.Error:
-                pass
         pytest.fail(f"processes outlived `pebrel runtime stop`: {described}")
 
 
