@@ -72,7 +72,8 @@ def answer(
 
 
 def dump_line(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", errors="backslashreplace") + b"\n"
 
 
 def peek_id(obj: object) -> RequestId:

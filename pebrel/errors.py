@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from enum import StrEnum
 from typing import Any
 
@@ -62,3 +63,13 @@ class PebrelError(Exception):
 
     def to_wire(self) -> dict[str, Any]:
         return {"code": str(self.code), "message": self.message, "details": self.details}
+
+
+def internal_error() -> PebrelError:
+    """An `internal_error` with a fresh incident id; the caller logs the traceback under it."""
+    incident = secrets.token_hex(6)
+    return PebrelError(
+        ErrorCode.INTERNAL_ERROR,
+        f"Pebrel failed unexpectedly; see incident {incident} in runtime.log",
+        {"incident": incident},
+    )

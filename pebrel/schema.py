@@ -41,8 +41,6 @@ _TYPES: dict[str, tuple[type, ...]] = {
 def _type_ok(value: Any, name: str) -> bool:
     if name in ("integer", "number") and isinstance(value, bool):
         return False
-    if name == "integer" and isinstance(value, float):
-        return value.is_integer()
     return isinstance(value, _TYPES[name])
 
 

@@ -34,7 +34,7 @@ from pebrel.envelope import (
 from pebrel.envelope import (
     answer as answer_envelope,
 )
-from pebrel.errors import ErrorCode, PebrelError
+from pebrel.errors import ErrorCode, PebrelError, internal_error
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class Frontend:
                             ),
                         )
                         continue
-                    if not self.on_line(conn, line.rstrip(b"\r")):
+                    if not self.on_line_guarded(conn, line.rstrip(b"\r")):
                         return
         except (ConnectionError, OSError):
             return
@@ -120,13 +120,23 @@ class Frontend:
                 writer.close()
             self.to_router(m.ConnectionClosed(connection_id=conn.connection_id))
 
+    def on_line_guarded(self, conn: Connection, line: bytes) -> bool:
+        """`on_line` behind the adapter's boundary: a failure answers internal_error."""
+        try:
+            return self.on_line(conn, line)
+        except Exception:
+            error = internal_error()
+            logger.exception("frontend failed on a request line", extra=error.details)
+            self.reply_error(conn, None, error)
+            return conn.authenticated
+
     def on_line(self, conn: Connection, line: bytes) -> bool:
         """Handle one line; False closes the connection without a byte (bad credentials)."""
         if line.startswith((b"PING ", b"ATTACH ")) or line in (b"PING", b"ATTACH"):
             return self.on_legacy(conn, line)
         try:
             obj: Any = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             if not conn.authenticated:
                 return False
             self.reply_error(
@@ -145,15 +155,28 @@ class Frontend:
         except PebrelError as exc:
             self.reply_error(conn, peek_id(obj), exc)
             return True
-        self.to_router(
-            m.HandleRequest(
-                connection_id=conn.connection_id,
-                principal=PRINCIPAL_TOKEN,
-                request_id=request.id,
-                method=request.method,
-                params=request.params,
+        try:
+            self.to_router(
+                m.HandleRequest(
+                    connection_id=conn.connection_id,
+                    principal=PRINCIPAL_TOKEN,
+                    request_id=request.id,
+                    method=request.method,
+                    params=request.params,
+                )
             )
-        )
+        except (OverflowError, ValueError, TypeError, RecursionError):
+            # msgpack cannot carry it: an integer beyond 64 bits, a lone surrogate, ...
+            self.reply_error(
+                conn,
+                request.id,
+                PebrelError(
+                    ErrorCode.INVALID_PARAMS,
+                    "params hold a value out of range (integers must fit in 64 bits, "
+                    "strings must be valid Unicode)",
+                    {"method": request.method},
+                ),
+            )
         return True
 
     def token_ok(self, token: object) -> bool:
@@ -182,9 +205,8 @@ class Frontend:
         return True
 
     def write(self, conn: Connection, data: bytes) -> None:
-        if conn.writer.is_closing():
-            return
-        conn.writer.write(data)
+        if not conn.writer.is_closing():
+            conn.writer.write(data)
 
     def reply_error(self, conn: Connection, request_id: Any, error: PebrelError) -> None:
         self.write(conn, dump_line(error_response(request_id, error)))

@@ -31,7 +31,7 @@ from pebrel.datadir import (
     remove_port_file,
     write_port_file,
 )
-from pebrel.errors import ErrorCode, PebrelError
+from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
 from router.handlers import Handler, pane_io, tab, window
@@ -133,16 +133,9 @@ class RouterApp:
         except PebrelError as exc:
             ok, error = False, exc.to_wire()
         except Exception:
-            incident = secrets.token_hex(6)
-            logger.exception(
-                "internal error", extra={"incident": incident, "method": request.method}
-            )
-            ok = False
-            error = PebrelError(
-                ErrorCode.INTERNAL_ERROR,
-                f"Pebrel failed unexpectedly; see incident {incident} in {LOG_FILE}",
-                {"incident": incident},
-            ).to_wire()
+            failure = internal_error()
+            logger.exception("internal error", extra={**failure.details, "method": request.method})
+            ok, error = False, failure.to_wire()
         self.send(
             FRONTEND_ID,
             m.RequestAnswered(
