@@ -1,0 +1,203 @@
+"""The environment contract inside panes and `pebrel env` (R7.1, R7.3, R7.5, R7.6, R7.7)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pebrel import __version__
+from tests.conftest import BIN_DIR, PEBREL, Runtime, base_env, stop_and_check
+
+CONTRACT_KEYS = ("WINDOW_ID", "PANE_ID", "CLI", "BIN_DIR")
+
+
+def pane_environ(rt: Runtime, tmp_path: Path, pane_id: int = 1, window_id: int = 1) -> dict[str, str]:
+    """What `env` prints inside the pane (run there, written NUL-separated to a file)."""
+    out = tmp_path / f"env-{window_id}-{pane_id}.bin"
+    result = rt.run(pane_id, f"env -0 > {shlex.quote(str(out))}", window_id)
+    assert result["exit_code"] == 0, result
+    pairs = [item.split("=", 1) for item in out.read_text().split("\0") if item]
+    return {key: value for key, value in pairs}
+
+
+def env_json(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
+    proc = subprocess.run(
+        [PEBREL, "env", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    loaded: dict[str, Any] = json.loads(proc.stdout)
+    return proc.returncode, loaded
+
+
+# -- R7.1 / R7.7 inside a pane ----------------------------------------------------------------
+
+
+def test_pane_env_has_term_program(runtime: Runtime, tmp_path: Path) -> None:
+    """R7.1: TERM_PROGRAM=pebrel and TERM_PROGRAM_VERSION is the Pebrel version."""
+    env = pane_environ(runtime, tmp_path)
+    assert env["TERM_PROGRAM"] == "pebrel"
+    assert env["TERM_PROGRAM_VERSION"] == __version__
+
+
+def test_pane_env_names_its_window_and_pane(runtime: Runtime, tmp_path: Path) -> None:
+    """R7.1, R7.7: PEBREL_WINDOW_ID=1 and PEBREL_PANE_ID=1 in window 1's pane 1."""
+    env = pane_environ(runtime, tmp_path)
+    assert (env["PEBREL_WINDOW_ID"], env["PEBREL_PANE_ID"]) == ("1", "1")
+
+
+def test_pane_env_cli_is_absolute_executable_and_first_on_path(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    """R7.1: PEBREL_CLI is an absolute executable; its directory, PEBREL_BIN_DIR, leads PATH."""
+    env = pane_environ(runtime, tmp_path)
+    cli = env["PEBREL_CLI"]
+    assert os.path.isabs(cli) and os.path.isfile(cli) and os.access(cli, os.X_OK)
+    assert os.path.dirname(cli) == env["PEBREL_BIN_DIR"]
+    assert env["PATH"].split(os.pathsep)[0] == env["PEBREL_BIN_DIR"]
+
+
+def test_pane_env_nebula_aliases_mirror(runtime: Runtime, tmp_path: Path) -> None:
+    """R7.1, R7.7: every NEBULA_* alias equals its PEBREL_* value."""
+    env = pane_environ(runtime, tmp_path)
+    for key in CONTRACT_KEYS:
+        assert env[f"NEBULA_{key}"] == env[f"PEBREL_{key}"], key
+
+
+def test_pane_in_window_2_says_window_2(runtime: Runtime, tmp_path: Path) -> None:
+    """R7.7: a pane of window 2 has PEBREL_WINDOW_ID=2 (and its alias)."""
+    created = runtime.ok("window.create")
+    assert created["window_id"] == 2
+    env = pane_environ(runtime, tmp_path, created["pane_id"], 2)
+    assert env["PEBREL_WINDOW_ID"] == env["NEBULA_WINDOW_ID"] == "2"
+    assert env["PEBREL_PANE_ID"] == str(created["pane_id"])
+
+
+# -- R7.3 nesting ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def nested_runtime(tmp_path: Path) -> Iterator[Runtime]:
+    """A runtime started as if from inside another Pebrel pane (inherited contract values)."""
+    env = base_env(tmp_path)
+    env["PATH"] = os.pathsep.join([str(BIN_DIR), "/usr/bin", str(BIN_DIR), "/bin"])
+    env.update(
+        {
+            "TERM_PROGRAM": "pebrel",
+            "PEBREL_WINDOW_ID": "7",
+            "PEBREL_PANE_ID": "99",
+            "NEBULA_WINDOW_ID": "7",
+            "NEBULA_PANE_ID": "99",
+            "PEBREL_CLI": str(BIN_DIR / "pebrel"),
+            "PEBREL_BIN_DIR": str(BIN_DIR),
+        }
+    )
+    rt = Runtime(Path(env["PEBREL_DATA_DIR"]), env)
+    try:
+        started = rt.cli("runtime", "start")
+        assert started.code == 0, started
+        yield rt
+    finally:
+        stop_and_check(rt)
+
+
+def test_nested_runtime_does_not_grow_path(nested_runtime: Runtime, tmp_path: Path) -> None:
+    """R7.3: PATH that already holds PEBREL_BIN_DIR (twice) has it exactly once in a pane."""
+    env = pane_environ(nested_runtime, tmp_path)
+    path = env["PATH"].split(os.pathsep)
+    assert path.count(env["PEBREL_BIN_DIR"]) == 1
+    assert path[0] == env["PEBREL_BIN_DIR"]
+
+
+def test_nested_runtime_panes_get_their_own_ids(nested_runtime: Runtime, tmp_path: Path) -> None:
+    """R7.3, R7.1: inherited PEBREL_PANE_ID=99 / WINDOW_ID=7 are replaced by the pane's own."""
+    env = pane_environ(nested_runtime, tmp_path)
+    assert (env["PEBREL_WINDOW_ID"], env["PEBREL_PANE_ID"]) == ("1", "1")
+    assert (env["NEBULA_WINDOW_ID"], env["NEBULA_PANE_ID"]) == ("1", "1")
+
+
+# -- R7.5 pebrel env --------------------------------------------------------------------------
+
+
+def test_env_without_runtime_succeeds_and_says_what_is_missing(tmp_path: Path) -> None:
+    """R7.5: no runtime, outside a pane: exit 0, reachable false, the gaps listed."""
+    env = base_env(tmp_path)
+    proc = subprocess.run(
+        [PEBREL, "env", "--pretty"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc
+    assert proc.stdout.startswith("{\n  ")
+    result = json.loads(proc.stdout)["result"]
+    assert result["runtime"]["reachable"] is False
+    assert result["in_pebrel_pane"] is False
+    assert any("runtime" in entry for entry in result["missing"]), result["missing"]
+    assert any("pane" in entry for entry in result["missing"]), result["missing"]
+
+
+def test_env_with_runtime_is_reachable(runtime: Runtime) -> None:
+    """R7.5: with a runtime, reachable true with its pid; outside a pane says so."""
+    code, envelope = env_json(runtime.env, "--pretty")
+    assert code == 0
+    result = envelope["result"]
+    assert result["runtime"]["reachable"] is True
+    assert result["runtime"]["pid"] == runtime.pid
+    assert result["in_pebrel_pane"] is False
+    assert not any("runtime" in entry for entry in result["missing"])
+
+
+def test_env_inside_a_pane_reports_its_identity(runtime: Runtime, tmp_path: Path) -> None:
+    """R7.5: `pebrel env` run in pane 1 -> in_pebrel_pane, its ids, nothing missing."""
+    out = tmp_path / "env.json"
+    result = runtime.run(1, f"pebrel env > {shlex.quote(str(out))}")
+    assert result["exit_code"] == 0, result
+    info = json.loads(out.read_text())["result"]
+    assert info["in_pebrel_pane"] is True
+    assert (info["window_id"], info["pane_id"]) == (1, 1)
+    assert info["runtime"]["reachable"] is True
+    assert info["runtime"]["pid"] == runtime.pid
+    assert info["missing"] == []
+    assert os.path.isabs(info["cli"])
+
+
+def test_env_falls_back_to_legacy_nebula_variables(runtime: Runtime) -> None:
+    """R7.6: with only NEBULA_PANE_ID / NEBULA_WINDOW_ID set, env reports those ids."""
+    legacy = {**runtime.env, "TERM_PROGRAM": "nebula", "NEBULA_PANE_ID": "3", "NEBULA_WINDOW_ID": "2"}
+    code, envelope = env_json(legacy)
+    assert code == 0
+    result = envelope["result"]
+    assert result["in_pebrel_pane"] is True
+    assert (result["window_id"], result["pane_id"]) == (2, 3)
+
+
+def test_every_env_example_runs(runtime: Runtime) -> None:
+    """R7.5: each `commands[].example`, run in order from outside a pane, exits 0."""
+    code, envelope = env_json(runtime.env)
+    assert code == 0
+    examples = [row["example"] for row in envelope["result"]["commands"]]
+    assert examples[-1] == "pebrel runtime stop"
+    failures = []
+    for example in examples:
+        argv = shlex.split(example)
+        assert argv[0] == "pebrel"
+        proc = subprocess.run(
+            [PEBREL, *argv[1:]],
+            env=runtime.env,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            stdin=subprocess.DEVNULL,
+        )
+        print(example, proc.returncode, flush=True)
+        if proc.returncode != 0:
+            failures.append((example, proc.returncode, proc.stdout.strip()[:300]))
+    assert failures == []

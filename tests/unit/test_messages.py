@@ -1,0 +1,126 @@
+"""Every actor message round-trips through msgpack; malformed frames are refused.
+
+DESIGN "Processes and messages": all actor messages live in `pebrel.messages`, each a small
+typed record with an explicit `type`, and nothing else encodes or decodes msgpack (R1.5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, NamedTuple
+
+import msgpack
+import pytest
+
+from pebrel import messages as m
+
+MESSAGE_TYPES = m.all_message_types()
+
+#: A sample per plain field type; non-trivial values (non-ASCII text, NUL bytes, 64-bit ints).
+SAMPLES: dict[Any, Any] = {
+    int: 2**40 + 3,
+    str: "héllo\nwörld",
+    bool: True,
+    bytes: b"\x00\x1b[1mbold\xff",
+    float: 1.5,
+}
+
+
+def sample(annotation: Any) -> Any:
+    """A non-None sample value for one field annotation."""
+    if annotation is Any:
+        return {"nested": [1, "two", None, {"three": 3.0}]}
+    if annotation in SAMPLES:
+        return SAMPLES[annotation]
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return sample(next(arg for arg in args if arg is not type(None)))
+    if origin is list:
+        return [sample(args[0]), sample(args[0])]
+    if origin is dict:
+        return {sample(args[0]): sample(args[1])}
+    raise AssertionError(f"no sample for {annotation!r}; extend SAMPLES")
+
+
+def fields_of(cls: type[m.Message]) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def build(cls: type[m.Message], *, nones: bool = False) -> m.Message:
+    values = {}
+    for name, annotation in fields_of(cls).items():
+        optional = type(None) in typing.get_args(annotation) or annotation is Any
+        values[name] = None if nones and optional else sample(annotation)
+    return cls(**values)
+
+
+def test_registry_is_keyed_by_each_types_own_name() -> None:
+    """R1.5: each message type has a unique, non-empty `type` and is registered under it."""
+    assert MESSAGE_TYPES
+    for name, cls in MESSAGE_TYPES.items():
+        assert name and cls.type == name
+        assert dataclasses.is_dataclass(cls) and issubclass(cls, m.Message)
+    assert len({cls.type for cls in MESSAGE_TYPES.values()}) == len(MESSAGE_TYPES)
+
+
+@pytest.mark.parametrize("name", sorted(MESSAGE_TYPES))
+def test_message_round_trips(name: str) -> None:
+    """R1.5: encode then decode gives back an equal message of the same type."""
+    cls = MESSAGE_TYPES[name]
+    for message in (build(cls), build(cls, nones=True)):
+        frame = m.encode(message)
+        assert isinstance(frame, bytes)
+        decoded = m.decode(frame)
+        assert type(decoded) is cls
+        assert decoded == message
+
+
+@pytest.mark.parametrize("name", sorted(MESSAGE_TYPES))
+def test_frame_carries_type_and_every_field(name: str) -> None:
+    """R1.5: the wire map is the fields plus an explicit `type`, nothing else."""
+    cls = MESSAGE_TYPES[name]
+    body = msgpack.unpackb(m.encode(build(cls)), raw=False)
+    assert body["type"] == name
+    assert set(body) == {"type", *fields_of(cls)}
+
+
+class Malformed(NamedTuple):
+    name: str
+    frame: bytes
+
+
+MALFORMED = [
+    Malformed("empty", b""),
+    Malformed("reserved-byte", b"\xc1"),
+    Malformed("truncated-map", b"\x82\xa4type"),
+    Malformed("trailing-bytes", msgpack.packb({"type": "stop_frontend"}) + b"\x00"),
+    Malformed("text", b"hello, router"),
+    Malformed("list", msgpack.packb(["stop_frontend"])),
+    Malformed("int", msgpack.packb(7)),
+    Malformed("string", msgpack.packb("stop_frontend")),
+    Malformed("nil", msgpack.packb(None)),
+    Malformed("unknown-type", msgpack.packb({"type": "launch_rockets"})),
+    Malformed("no-type", msgpack.packb({"port": 1})),
+    Malformed("type-not-a-string", msgpack.packb({"type": 5})),
+    Malformed("type-is-a-list", msgpack.packb({"type": ["frontend_started"]})),
+    Malformed("type-is-a-map", msgpack.packb({"type": {"a": 1}})),
+    Malformed("missing-field", msgpack.packb({"type": "frontend_started"})),
+    Malformed(
+        "missing-one-of-several",
+        msgpack.packb({"type": "resize_pty", "request_id": 1, "cols": 80}),
+    ),
+    Malformed("unknown-field", msgpack.packb({"type": "frontend_started", "port": 1, "x": 2})),
+    Malformed("non-string-key", msgpack.packb({"type": "frontend_started", 1: 2})),
+]
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=[c.name for c in MALFORMED])
+def test_decode_refuses_malformed_frames(case: Malformed) -> None:
+    """R1.5: anything but a known, complete message raises MessageError (and only that), so
+    the router's receive loop, which catches MessageError, survives it."""
+    with pytest.raises(m.MessageError):
+        m.decode(case.frame)
