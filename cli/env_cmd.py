@@ -78,7 +78,7 @@ def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
         ),
         ("pane focus", "focus a pane", f"pebrel pane focus {p} --window {w}"),
         ("tab new", "open a tab", f"pebrel tab new --window {w}"),
-        ("tab close", "close an idle tab by index", f"pebrel tab close 1 --window {w}"),
+        ("tab close", "close an idle tab by index", f"pebrel tab close 2 --window {w}"),
         ("window create", "open a window", "pebrel window create"),
         ("window focus", "focus a window", f"pebrel window focus {w}"),
         (

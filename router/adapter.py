@@ -261,7 +261,7 @@ def main() -> None:
     config = json.loads(os.environ[CONFIG_ENV])
     logging.basicConfig(
         filename=config["log_path"],
-        level=logging.INFO,
+        level=os.environ.get("PEBREL_LOG_LEVEL", "INFO").upper(),
         format=f"%(asctime)s frontend[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
     )
     proctree.set_parent_death_signal(signal.SIGTERM)

@@ -118,9 +118,11 @@ class RouterApp:
             ):
                 self.frontend_port.set_result(message.port)
             return
+        logger.debug("worker fact %s", message)
         self.rt.on_worker_message(message)
 
     async def dispatch(self, request: m.HandleRequest) -> None:
+        logger.debug("request %s %s", request.method, request.params)
         ok, result, error = True, None, None
         try:
             handler = LEGACY.get(request.method) if request.principal == "legacy" else None
@@ -136,6 +138,7 @@ class RouterApp:
             failure = internal_error()
             logger.exception("internal error", extra={**failure.details, "method": request.method})
             ok, error = False, failure.to_wire()
+        logger.debug("answer %s ok=%s", request.method, ok)
         self.send(
             FRONTEND_ID,
             m.RequestAnswered(
@@ -233,7 +236,7 @@ def main() -> None:
     data_dir = ensure_data_dir()
     logging.basicConfig(
         filename=str(data_dir / LOG_FILE),
-        level=logging.INFO,
+        level=os.environ.get("PEBREL_LOG_LEVEL", "INFO").upper(),
         format=f"%(asctime)s router[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
     )
     lock = open(data_dir / RUNTIME_LOCK, "a")  # noqa: SIM115 - held for the process's life

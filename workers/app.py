@@ -331,7 +331,7 @@ def main() -> None:
     config = WorkerConfig.from_env()
     logging.basicConfig(
         filename=config.log_path,
-        level=logging.INFO,
+        level=os.environ.get("PEBREL_LOG_LEVEL", "INFO").upper(),
         format=f"%(asctime)s worker[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
     )
     proctree.set_parent_death_signal(signal.SIGTERM)

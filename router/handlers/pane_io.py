@@ -62,13 +62,19 @@ async def _write(rt: Runtime, pane: Pane, data: bytes) -> None:
         )
 
 
-async def _submit_line(rt: Runtime, pane: Pane, data: bytes, submit: bool) -> None:
-    """Type `data`, then Enter as a separate write; the running edge is set before any byte."""
+async def _submit_line(rt: Runtime, pane: Pane, data: bytes, submit: bool) -> int:
+    """Type `data`, then Enter as a separate write; the running edge is set before any byte.
+
+    Returns the `after_seq` baseline: the seq right after the edge (or at the write, when no
+    edge was set). The command may finish before the writes are acknowledged, so the seq at
+    answer time would be too late a baseline and a following wait would miss the transition.
+    """
     pane.writing = True
     try:
         if submit and pane.tracker.submit(time.monotonic()):
             rt.schedule_expiry(pane)
             rt.touched(pane)
+        baseline = pane.tracker.seq
         try:
             if data:
                 await _write(rt, pane, data)
@@ -79,6 +85,7 @@ async def _submit_line(rt: Runtime, pane: Pane, data: bytes, submit: bool) -> No
             raise
     finally:
         pane.writing = False
+    return baseline
 
 
 async def prompt(rt: Runtime, params: Params) -> Result:
@@ -87,11 +94,11 @@ async def prompt(rt: Runtime, params: Params) -> Result:
     submit = params.get("submit", True)
     _require_live(pane, {"submitted": False})
     _locked(pane, {"submitted": False})
-    await _submit_line(rt, pane, data, submit)
+    baseline = await _submit_line(rt, pane, data, submit)
     rt.commit()
     return {
         "submitted": True,
-        "state_change_seq": pane.tracker.seq,
+        "state_change_seq": baseline,
         **_ids(pane),
         "snapshot": rt.state.snapshot(),
     }
@@ -195,7 +202,7 @@ async def run(rt: Runtime, params: Params) -> Result:
             {**_ids(pane), "task_state": tracker.state, **not_sent},
         )
     number = tracker.commands_started + 1
-    await _submit_line(rt, pane, data, True)
+    baseline = await _submit_line(rt, pane, data, True)
     submitted_at = time.monotonic()
     rt.commit()
     if not params.get("wait", True):
@@ -203,7 +210,7 @@ async def run(rt: Runtime, params: Params) -> Result:
             "status": "started",
             "exit_code": None,
             "duration_ms": None,
-            "state_change_seq": tracker.seq,
+            "state_change_seq": baseline,
             **_ids(pane),
         }
     sent = {**_ids(pane), "submitted": True}

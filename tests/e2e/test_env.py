@@ -16,9 +16,13 @@ from pebrel import __version__
 from tests.conftest import BIN_DIR, PEBREL, Runtime, base_env, stop_and_check
 
 CONTRACT_KEYS = ("WINDOW_ID", "PANE_ID", "CLI", "BIN_DIR")
+#: Each example answers in well under a second; a hang is reported, not waited out.
+EXAMPLE_TIMEOUT_S = 30
 
 
-def pane_environ(rt: Runtime, tmp_path: Path, pane_id: int = 1, window_id: int = 1) -> dict[str, str]:
+def pane_environ(
+    rt: Runtime, tmp_path: Path, pane_id: int = 1, window_id: int = 1
+) -> dict[str, str]:
     """What `env` prints inside the pane (run there, written NUL-separated to a file)."""
     out = tmp_path / f"env-{window_id}-{pane_id}.bin"
     result = rt.run(pane_id, f"env -0 > {shlex.quote(str(out))}", window_id)
@@ -171,7 +175,12 @@ def test_env_inside_a_pane_reports_its_identity(runtime: Runtime, tmp_path: Path
 
 def test_env_falls_back_to_legacy_nebula_variables(runtime: Runtime) -> None:
     """R7.6: with only NEBULA_PANE_ID / NEBULA_WINDOW_ID set, env reports those ids."""
-    legacy = {**runtime.env, "TERM_PROGRAM": "nebula", "NEBULA_PANE_ID": "3", "NEBULA_WINDOW_ID": "2"}
+    legacy = {
+        **runtime.env,
+        "TERM_PROGRAM": "nebula",
+        "NEBULA_PANE_ID": "3",
+        "NEBULA_WINDOW_ID": "2",
+    }
     code, envelope = env_json(legacy)
     assert code == 0
     result = envelope["result"]
@@ -185,19 +194,22 @@ def test_every_env_example_runs(runtime: Runtime) -> None:
     assert code == 0
     examples = [row["example"] for row in envelope["result"]["commands"]]
     assert examples[-1] == "pebrel runtime stop"
-    failures = []
+    failures: list[tuple[str, str]] = []
     for example in examples:
         argv = shlex.split(example)
         assert argv[0] == "pebrel"
-        proc = subprocess.run(
-            [PEBREL, *argv[1:]],
-            env=runtime.env,
-            capture_output=True,
-            text=True,
-            timeout=20,
-            stdin=subprocess.DEVNULL,
-        )
-        print(example, proc.returncode, flush=True)
+        try:
+            proc = subprocess.run(
+                [PEBREL, *argv[1:]],
+                env=runtime.env,
+                capture_output=True,
+                text=True,
+                timeout=EXAMPLE_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            failures.append((example, f"no answer within {EXAMPLE_TIMEOUT_S} s"))
+            continue
         if proc.returncode != 0:
-            failures.append((example, proc.returncode, proc.stdout.strip()[:300]))
+            failures.append((example, f"exit {proc.returncode}: {proc.stdout.strip()[:300]}"))
     assert failures == []

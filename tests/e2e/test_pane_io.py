@@ -216,3 +216,29 @@ def test_run_output_precedes_the_next_prompt(runtime: Runtime) -> None:
     assert lines[-5].endswith("seq 1 3")
     assert lines[-4:-1] == ["1", "2", "3"]
     assert lines[-1].rstrip().endswith(PROMPT_ENDINGS)
+
+
+def test_prompt_baseline_observes_the_end_of_a_fast_command(runtime: Runtime) -> None:
+    """R5.4, R4.1: pane.prompt's state_change_seq is the baseline of its own command.
+
+    A wait with `after_seq` = that seq must see the command settle, however fast it ends
+    (this is exactly what `pebrel pane send --wait` does). Repeated because the end of a fast
+    command races the reply to the write.
+    """
+    ready(runtime)
+    for attempt in range(30):
+        sent = runtime.ok("pane.prompt", {"pane_id": 1, "text": "true"})
+        waited = runtime.call(
+            "pane.wait",
+            {
+                "pane_id": 1,
+                "state": "settled",
+                "after_seq": sent["state_change_seq"],
+                "timeout_ms": 3000,
+            },
+        )
+        pane = runtime.pane(1)
+        assert waited["ok"], (
+            f"attempt {attempt}: prompt returned seq {sent['state_change_seq']}; the pane is "
+            f"{pane['task_state']} at seq {pane['state_change_seq']}; wait: {waited['error']}"
+        )

@@ -35,16 +35,18 @@ from tests.conftest import (
 def gone(pid: int) -> bool:
     """The process no longer runs (a zombie counts as gone)."""
     try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        status: str = psutil.Process(pid).status()
     except psutil.NoSuchProcess:
         return True
+    return bool(status == psutil.STATUS_ZOMBIE)
 
 
 def cmdline(proc: psutil.Process) -> list[str]:
     try:
-        return proc.cmdline()
+        args: list[str] = proc.cmdline()
     except psutil.Error:
         return []
+    return args
 
 
 def router_children(rt: Runtime, module: str) -> list[psutil.Process]:

@@ -123,7 +123,7 @@ def test_real_results_match_the_schema(runtime: Runtime) -> None:
     split = call("pane.split", {"window_id": 1, "pane_id": 1, "direction": "right"})
     call("pane.run", {"window_id": 1, "pane_id": 1, "command": "echo schema-check"})
     started = call(
-        "pane.run", {"window_id": 1, "pane_id": 1, "command": "sleep 0.1", "wait": False}
+        "pane.run", {"window_id": 1, "pane_id": 1, "command": "sleep 0.3", "wait": False}
     )
     call(
         "pane.wait",
@@ -135,7 +135,8 @@ def test_real_results_match_the_schema(runtime: Runtime) -> None:
             "timeout_ms": 15_000,
         },
     )
-    prompted = call("pane.prompt", {"window_id": 1, "pane_id": 1, "text": "true"})
+    # A command that outlives the prompt's answer: a baseline race is not this test's subject.
+    prompted = call("pane.prompt", {"window_id": 1, "pane_id": 1, "text": "sleep 0.3"})
     call(
         "pane.wait",
         {

@@ -9,10 +9,7 @@ HEAVY = ("zmq", "msgpack", "pyte", "psutil", "importlib.metadata")
 
 
 def test_cli_main_imports_nothing_heavy() -> None:
-    code = (
-        "import sys, cli.main, pebrel.client; "
-        f"print(sorted(set({HEAVY!r}) & set(sys.modules)))"
-    )
+    code = f"import sys, cli.main, pebrel.client; print(sorted(set({HEAVY!r}) & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
