@@ -264,9 +264,12 @@ def decode(frame: bytes) -> Message:
         raise MessageError("frame is not msgpack") from exc
     if not isinstance(body, dict):
         raise MessageError("message is not a map")
-    cls = _REGISTRY.get(body.pop("type", None))
+    kind = body.pop("type", None)
+    cls = _REGISTRY.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise MessageError("unknown message type")
+    if not all(isinstance(key, str) for key in body):
+        raise MessageError(f"malformed {cls.type} message")
     try:
         return cls(**body)
     except TypeError as exc:

@@ -94,7 +94,11 @@ class RouterApp:
 
     async def receive(self) -> None:
         while True:
-            identity, frame = await self.sock.recv_multipart()
+            parts = await self.sock.recv_multipart()
+            if len(parts) != 2:
+                logger.warning("actor message with %d frames dropped", len(parts))
+                continue
+            identity, frame = parts
             try:
                 message = m.decode(frame)
             except m.MessageError:

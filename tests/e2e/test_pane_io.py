@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from pebrel.model import MAX_PROMPT_BYTES
+from pebrel.model import MAX_PROMPT_BYTES, READ_MAX_BYTES
 from tests.conftest import Runtime, at_prompt, wait_for
 
 PROMPT_ENDINGS = ("$", "#", ">", "%")
@@ -183,6 +183,21 @@ def test_read_is_idempotent_and_changes_nothing(runtime: Runtime) -> None:
     after = runtime.snapshot()
     assert after["revision"] == snap["revision"]
     assert runtime.pane(1)["state_change_seq"] == first["state_change_seq"]
+
+
+def test_read_caps_the_answer_at_1_mib(runtime: Runtime) -> None:
+    """R4.4: 2000 lines of 600 characters exceed 1 MiB: the oldest are dropped, truncated."""
+    ready(runtime)
+    runtime.run(1, "for i in $(seq 1 2100); do printf '%0600d\\n' $i; done")
+    at_fresh_prompt(runtime)
+    result = read(runtime, lines=2000)
+    lines = result["lines"]
+    assert result["truncated"] is True
+    assert len("\n".join(lines).encode()) <= READ_MAX_BYTES
+    assert 1000 < len(lines) < 2000
+    assert result["returned_lines"] == len(lines)
+    assert lines[-2] == f"{2100:0600d}"
+    assert all(len(line) == 600 for line in lines[:-1])
 
 
 def test_read_joins_soft_wrapped_rows_into_one_logical_line(runtime: Runtime) -> None:

@@ -30,6 +30,11 @@ def wait_settled(rt: Runtime, after_seq: int, pane_id: int = 1) -> dict[str, Any
     )
 
 
+def prompt_drawn(rt: Runtime, pane_id: int = 1) -> None:
+    """Wait until the shell has drawn its first prompt, without running anything (seq stays 1)."""
+    wait_for(lambda: rt.read_text(pane_id).strip(), 15, f"a prompt in pane {pane_id}")
+
+
 def sh_tab(rt: Runtime) -> int:
     """A new tab running `sh` (no integration); its pane id, once sh shows its prompt."""
     pane_id: int = rt.ok("tab.new", {"shell": "sh"})["pane_id"]
@@ -51,6 +56,7 @@ def has_child(rt: Runtime, pane_id: int, name: str) -> bool:
 
 def test_seq_counts_every_transition_of_true_false_true(runtime: Runtime) -> None:
     """R5.2, R5.3, R5.4: idle@1; the running edges are 2, 4, 6; results 3, 5, 7 exactly."""
+    prompt_drawn(runtime)
     first = runtime.pane(1)
     assert (first["task_state"], first["state_change_seq"]) == ("idle", 1)
     observed = []
@@ -67,18 +73,18 @@ def test_seq_counts_every_transition_of_true_false_true(runtime: Runtime) -> Non
 def test_every_prompt_response_carries_its_running_edge(runtime: Runtime) -> None:
     """R5.4, R5.3: ten quick `true`s: each prompt returns the seq of its own running edge.
 
-    The baseline must be the edge (2, 4, 6, ...), never a later seq: a command that finished
-    before the response was built would otherwise be invisible to `wait(after_seq=...)`.
+    The baseline must be the edge (4, 6, 8, ...), never a later seq: a command that finished
+    before the response was built would otherwise be invisible to `wait(after_seq=...)`. The
+    response's snapshot is taken after the write, so it shows the edge or something later.
     """
     at_prompt(runtime)  # running@2, completed@3
-    expected = []
+    expected = [4 + 2 * number for number in range(10)]
     returned = []
-    for number in range(10):
-        edge = 4 + 2 * number
-        expected.append((edge, "running"))
+    for edge in expected:
         sent = prompt(runtime, "true")
+        returned.append(sent["state_change_seq"])
         (pane,) = [p for w in sent["snapshot"]["windows"] for t in w["tabs"] for p in t["panes"]]
-        returned.append((sent["state_change_seq"], pane["task_state"]))
+        assert pane["state_change_seq"] >= edge
         assert wait_settled(runtime, edge)["state_change_seq"] == edge + 1
     assert returned == expected
 
@@ -100,6 +106,7 @@ def test_cli_send_and_ctl_prompt_wait_from_the_post_submit_baseline(runtime: Run
         ("pane", "send", "1", "true", "--wait"),
     ]
     bound = ("--timeout-ms", str(WAIT_MS))  # fail in seconds, not after the 10 min default
+    prompt_drawn(runtime)
     observed = []
     for args in steps:
         done = runtime.cli(*args[:2], *bound, *args[2:], check=True)

@@ -14,6 +14,7 @@ import re
 import socket
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -62,7 +63,7 @@ class Wire:
         params: Any = None,
         request_id: Any = 1,
         *,
-        token: str | None = None,
+        token: Any = None,
         **overrides: Any,
     ) -> bytes:
         body: dict[str, Any] = {
@@ -197,7 +198,7 @@ def test_listens_on_loopback_only(runtime: Runtime) -> None:
 
 class Unauthenticated(NamedTuple):
     name: str
-    first_line: Any  # callable(Wire) -> bytes
+    first_line: Callable[[Wire], bytes]
 
 
 def _without_token(wire: Wire) -> bytes:
@@ -348,7 +349,7 @@ def _authenticated(rt: Runtime) -> Wire:
 
 class BadRequest(NamedTuple):
     name: str
-    line: Any  # callable(Wire) -> bytes
+    line: Callable[[Wire], bytes]
     code: str
     request_id: Any
 
@@ -568,7 +569,7 @@ def test_integral_float_param_is_answered_promptly(runtime: Runtime) -> None:
 
 class Hostile(NamedTuple):
     name: str
-    line: Any  # callable(Wire) -> bytes
+    line: Callable[[Wire], bytes]
     request_id: Any
 
 
