@@ -184,7 +184,7 @@ class RouterApp:
         receiver = loop.create_task(self.receive())
         self.frontend_port = loop.create_future()
         self.frontend = self.start_frontend()
-        self.rt.extra_children = {self.frontend.pid}
+        self.rt.adopt(self.frontend.pid)
         try:
             port = await asyncio.wait_for(self.frontend_port, STARTUP_TIMEOUT_S)
             await window.open_window(self.rt, None, None)
@@ -227,7 +227,9 @@ class RouterApp:
         for link in list(rt.links.values()):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 link.proc.wait(1)
-        rt.extra_children = set()
+        rt.disown(self.frontend.pid if self.frontend else 0)
+        for link in rt.links.values():
+            rt.disown(link.proc.pid)
         rt.links.clear()
         await asyncio.get_running_loop().run_in_executor(None, rt.reap_orphans)
         self.sock.close(linger=0)

@@ -10,6 +10,8 @@ import asyncio
 import contextlib
 import logging
 import os
+import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -55,7 +57,10 @@ class Runtime:
         self._changed: dict[tuple[int, int], list[asyncio.Future[None]]] = {}
         self.on_revision: Callable[[], None] = lambda: None
         self.closing = False
-        self.extra_children: set[int] = set()  # the frontend: not an orphan
+        #: Children the router started itself (workers, frontend): never orphans. Guarded by a
+        #: lock because spawning and orphan reaping run in executor threads.
+        self.own_children: set[int] = set()
+        self.children_lock = threading.Lock()
         self.background: set[asyncio.Future[Any]] = set()
 
     # -- change notification -----------------------------------------------------------------
@@ -137,9 +142,7 @@ class Runtime:
         }
         loop = asyncio.get_running_loop()
         try:
-            proc = await loop.run_in_executor(
-                None, links.spawn_worker, config, str(self.data_dir / "runtime.log")
-            )
+            proc = await loop.run_in_executor(None, self._spawn_owned, config)
         except OSError as exc:
             raise PebrelError(
                 ErrorCode.ACTION_FAILED, f"could not start a pane worker: {exc}"
@@ -218,6 +221,7 @@ class Runtime:
     def _worker_exited(self, link: WorkerLink) -> None:
         link.dead = True
         link.gone.set()
+        self.disown(link.proc.pid)
         links.fail_pending(link)
         pane = self.state.panes.get((link.window_id, link.pane_id))
         if self.links.get((link.window_id, link.pane_id)) is link:
@@ -241,20 +245,35 @@ class Runtime:
         self.background.add(fut)
         fut.add_done_callback(self.background.discard)
 
-    def known_children(self) -> set[int]:
-        return {link.proc.pid for link in self.links.values()}
+    def _spawn_owned(self, config: dict[str, Any]) -> subprocess.Popen[bytes]:
+        with self.children_lock:
+            proc = links.spawn_worker(config, str(self.data_dir / "runtime.log"))
+            self.own_children.add(proc.pid)
+            return proc
+
+    def adopt(self, pid: int) -> None:
+        with self.children_lock:
+            self.own_children.add(pid)
+
+    def disown(self, pid: int) -> None:
+        with self.children_lock:
+            self.own_children.discard(pid)
 
     def reap_orphans(self) -> None:
-        """Kill and reap every child of the router that is not a live worker or the frontend."""
+        """Kill and reap every child of the router that it did not start itself.
+
+        The router is a child subreaper: when a worker dies, its shell and the shell's
+        descendants (nohup, setsid) are re-parented here.
+        """
         import psutil
 
-        keep = self.known_children() | self.extra_children
         for _ in range(50):
-            try:
-                children = psutil.Process().children()
-            except psutil.Error:
-                return
-            orphans = [c for c in children if c.pid not in keep]
+            with self.children_lock:
+                try:
+                    children = psutil.Process().children()
+                except psutil.Error:
+                    return
+                orphans = [c for c in children if c.pid not in self.own_children]
             if not orphans:
                 return
             for orphan in orphans:
