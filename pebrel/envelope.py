@@ -71,6 +71,17 @@ def answer(
     }
 
 
+def event_line(runtime_id: str, revision: int, snapshot: dict[str, Any]) -> dict[str, Any]:
+    """One `runtime.snapshot` event of an events.subscribe stream."""
+    return {
+        "type": "event",
+        "event": "runtime.snapshot",
+        "runtime_id": runtime_id,
+        "revision": revision,
+        "snapshot": snapshot,
+    }
+
+
 def dump_line(message: dict[str, Any]) -> bytes:
     text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
     return text.encode("utf-8", errors="backslashreplace") + b"\n"

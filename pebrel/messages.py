@@ -62,20 +62,13 @@ class StopFrontend(Message):
 
 @dataclass(frozen=True, slots=True)
 class SnapshotChanged(Message):
-    """Sent to the frontend on every revision change while anyone subscribes."""
+    """A revision to stream: to every subscriber (connection_id 0), or to one connection."""
 
     type: ClassVar[str] = "snapshot_changed"
+    connection_id: int
     runtime_id: str
     revision: int
     snapshot: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class SetSubscribed(Message):
-    """Frontend tells the router whether any connection subscribes to events."""
-
-    type: ClassVar[str] = "set_subscribed"
-    active: bool
 
 
 # ---- router -> pane worker ------------------------------------------------------------------
@@ -110,6 +103,40 @@ class ClosePane(Message):
 
     type: ClassVar[str] = "close_pane"
     request_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunExec(Message):
+    """Run argv without a shell as an independent non-TTY child of the worker (R6.3)."""
+
+    type: ClassVar[str] = "run_exec"
+    request_id: int
+    argv: list[str]
+    cwd: str | None
+    timeout_ms: int
+    max_output_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendKey(Message):
+    """Encode a named key for the terminal's current mode and write it (R4.3)."""
+
+    type: ClassVar[str] = "send_key"
+    request_id: int
+    key: str
+    control: bool
+    alt: bool
+    shift: bool
+    repeat: int
+
+
+@dataclass(frozen=True, slots=True)
+class PasteText(Message):
+    """Bracketed paste of `data`, only if the terminal has bracketed paste on (R4.2)."""
+
+    type: ClassVar[str] = "paste_text"
+    request_id: int
+    data: bytes
 
 
 # ---- pane worker -> router ------------------------------------------------------------------
@@ -191,6 +218,35 @@ class InputWritten(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class ExecFinished(Message):
+    """Outcome of a RunExec: the kept tail of each stream and how much was produced."""
+
+    type: ClassVar[str] = "exec_finished"
+    request_id: int
+    exit_code: int | None
+    signal: int | None
+    stdout: bytes
+    stderr: bytes
+    stdout_total: int
+    stderr_total: int
+    timed_out: bool
+    duration_ms: int
+    cwd: str
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PasteWritten(Message):
+    """Reply to PasteText; `bracketed` False means refused: the mode was off."""
+
+    type: ClassVar[str] = "paste_written"
+    request_id: int
+    written: int
+    bracketed: bool
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class ScreenRead(Message):
     type: ClassVar[str] = "screen_read"
     request_id: int
@@ -222,11 +278,13 @@ _REGISTRY: dict[str, type[Message]] = {
         ConnectionClosed,
         StopFrontend,
         SnapshotChanged,
-        SetSubscribed,
         WriteInput,
         ReadScreen,
         ResizePty,
         ClosePane,
+        RunExec,
+        SendKey,
+        PasteText,
         PaneStarted,
         PaneStartFailed,
         ShellMarked,
@@ -235,6 +293,8 @@ _REGISTRY: dict[str, type[Message]] = {
         ForegroundChanged,
         PaneExited,
         InputWritten,
+        ExecFinished,
+        PasteWritten,
         ScreenRead,
         PtyResized,
         PaneClosed,

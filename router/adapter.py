@@ -28,6 +28,7 @@ from pebrel.envelope import (
     MAX_REQUEST_LINE_BYTES,
     dump_line,
     error_response,
+    event_line,
     parse_request,
     peek_id,
 )
@@ -42,6 +43,8 @@ CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
 PRINCIPAL_TOKEN = "token-holder"
 PRINCIPAL_LEGACY = "legacy"
 READ_CHUNK = 1 << 16
+#: Bytes a subscriber may leave unread before it is told `slow_consumer` and dropped.
+SLOW_CONSUMER_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -50,6 +53,9 @@ class Connection:
     writer: asyncio.StreamWriter
     authenticated: bool = False
     legacy_pending: set[str] = field(default_factory=set)
+    subscribe_pending: set[Any] = field(default_factory=set)
+    subscribed: bool = False
+    last_revision: int = -1
 
 
 class Frontend:
@@ -155,6 +161,8 @@ class Frontend:
         except PebrelError as exc:
             self.reply_error(conn, peek_id(obj), exc)
             return True
+        if request.method == "events.subscribe":
+            conn.subscribe_pending.add(request.id)
         try:
             self.to_router(
                 m.HandleRequest(
@@ -222,6 +230,8 @@ class Frontend:
                 continue
             if isinstance(message, m.RequestAnswered):
                 self.on_answer(message)
+            elif isinstance(message, m.SnapshotChanged):
+                self.on_snapshot(message)
             elif isinstance(message, m.StopFrontend):
                 self.stop.set()
 
@@ -239,6 +249,42 @@ class Frontend:
             return
         body = answer_envelope(answer.request_id, answer.ok, answer.result, answer.error)
         self.write(conn, dump_line(body))
+        if answer.request_id in conn.subscribe_pending:
+            conn.subscribe_pending.discard(answer.request_id)
+            if answer.ok and answer.result is not None:
+                conn.subscribed = True
+                conn.last_revision = int(answer.result["revision"])
+
+    def on_snapshot(self, event: m.SnapshotChanged) -> None:
+        """Fan a revision out to subscribers; a subscriber that cannot keep up is dropped."""
+        if event.connection_id:
+            conn = self.connections.get(event.connection_id)
+            targets = [conn] if conn is not None and conn.subscribed else []
+            forced = True
+        else:
+            targets = [c for c in self.connections.values() if c.subscribed]
+            forced = False
+        if not targets:
+            return
+        line = dump_line(event_line(event.runtime_id, event.revision, event.snapshot))
+        for conn in targets:
+            if not forced and event.revision <= conn.last_revision:
+                continue
+            conn.last_revision = event.revision
+            if conn.writer.transport.get_write_buffer_size() > SLOW_CONSUMER_BYTES:
+                self.drop_slow(conn)
+                continue
+            self.write(conn, line)
+
+    def drop_slow(self, conn: Connection) -> None:
+        conn.subscribed = False
+        error = PebrelError(
+            ErrorCode.SLOW_CONSUMER,
+            "the subscriber did not keep up with events and is disconnected",
+            {"backlog_limit_bytes": SLOW_CONSUMER_BYTES},
+        )
+        self.write(conn, dump_line(error_response(None, error)))
+        conn.writer.close()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()

@@ -34,7 +34,8 @@ from pebrel.datadir import (
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
-from router.handlers import Handler, pane_io, tab, window
+from router.handlers import Handler, events, keys, layout_ops, pane_io, tab, window
+from router.handlers import exec as exec_handlers
 from router.handlers import pane as pane_handlers
 from router.handlers import runtime as runtime_handlers
 from router.runtime import Runtime
@@ -52,6 +53,10 @@ METHODS: dict[str, Handler] = {
     **tab.METHODS,
     **pane_handlers.METHODS,
     **pane_io.METHODS,
+    **exec_handlers.METHODS,
+    **keys.METHODS,
+    **layout_ops.METHODS,
+    **events.METHODS,
 }
 #: Reached only through the legacy text lines, never as a JSON method.
 LEGACY: Mapping[str, Handler] = {"legacy.attach": window.attach}
@@ -74,7 +79,8 @@ class RouterApp:
         self.frontend_port: asyncio.Future[int] | None = None
         self.stopping: asyncio.Event | None = None
         self.tasks: set[asyncio.Task[None]] = set()
-        self.rt = Runtime(
+        self.subscribers: set[int] = set()
+        self.rt: Runtime = Runtime(
             data_dir,
             load_settings(data_dir),
             self.endpoint,
@@ -82,6 +88,7 @@ class RouterApp:
             dict(os.environ),
             os.getcwd(),
         )
+        self.rt.on_revision = self.publish
 
     # -- sockets ---------------------------------------------------------------------------------
     def send(self, identity: bytes, message: m.Message) -> bool:
@@ -115,6 +122,8 @@ class RouterApp:
                 task = asyncio.get_running_loop().create_task(self.dispatch(message))
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
+            elif isinstance(message, m.ConnectionClosed):
+                self.subscribers.discard(message.connection_id)
             elif (
                 isinstance(message, m.FrontendStarted)
                 and self.frontend_port is not None
@@ -151,6 +160,25 @@ class RouterApp:
                 ok=ok,
                 result=result,
                 error=error,
+            ),
+        )
+        if ok and request.method == "events.subscribe":
+            self.subscribers.add(request.connection_id)
+            if events.needs_current_snapshot(self.rt, request.params):
+                self.publish(request.connection_id)
+
+    def publish(self, connection_id: int = 0) -> None:
+        """Stream the current snapshot to one subscriber, or (0) to all of them."""
+        if not self.subscribers:
+            return
+        state = self.rt.state
+        self.send(
+            FRONTEND_ID,
+            m.SnapshotChanged(
+                connection_id=connection_id,
+                runtime_id=state.runtime_id,
+                revision=state.revision,
+                snapshot=state.snapshot(),
             ),
         )
 

@@ -91,3 +91,29 @@ def to_wire(node: Node) -> dict[str, Any]:
         "first": to_wire(node.first),
         "second": to_wire(node.second),
     }
+
+
+def parent_split(node: Node, target: int) -> Split | None:
+    """The split whose direct child is leaf `target` (None if it is the root)."""
+    if isinstance(node, Leaf):
+        return None
+    for child in (node.first, node.second):
+        if isinstance(child, Leaf) and child.pane_id == target:
+            return node
+    return parent_split(node.first, target) or parent_split(node.second, target)
+
+
+def set_ratio(node: Node, target: int, share: float) -> Node:
+    """Give leaf `target` the share `share` of its direct parent split."""
+    if isinstance(node, Leaf):
+        return node
+    if isinstance(node.first, Leaf) and node.first.pane_id == target:
+        return Split(node.direction, share, node.first, node.second)
+    if isinstance(node.second, Leaf) and node.second.pane_id == target:
+        return Split(node.direction, round(1 - share, 6), node.first, node.second)
+    return Split(
+        node.direction,
+        node.ratio,
+        set_ratio(node.first, target, share),
+        set_ratio(node.second, target, share),
+    )

@@ -187,7 +187,15 @@ class Runtime:
             if link is not None and not link.started.done():
                 link.started.set_result(message)
             return
-        if isinstance(message, m.InputWritten | m.ScreenRead | m.PtyResized | m.PaneClosed):
+        if isinstance(
+            message,
+            m.InputWritten
+            | m.ScreenRead
+            | m.PtyResized
+            | m.PaneClosed
+            | m.ExecFinished
+            | m.PasteWritten,
+        ):
             for link in self.links.values():
                 if message.request_id in link.pending:
                     links.resolve(link, message.request_id, message)

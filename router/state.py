@@ -229,6 +229,13 @@ class RouterState:
     def snapshot(self) -> dict[str, Any]:
         return self._snapshot
 
+    def snapshot_tab(self, window_id: int, tab_index: int) -> dict[str, Any]:
+        for win in self._snapshot.get("windows", []):
+            if win["window_id"] == window_id:
+                tab: dict[str, Any] = win["tabs"][tab_index]
+                return tab
+        raise KeyError((window_id, tab_index))
+
     def flat_panes(self) -> list[dict[str, Any]]:
         return [
             pane

@@ -22,8 +22,8 @@ async def new(rt: Runtime, params: Params) -> Result:
     )
     directory = rt.check_cwd(params.get("cwd")) or rt.check_cwd(shell.cwd) or rt.launch_cwd
     current = window.tabs[window.active_tab] if window.tabs else None
-    cols = current.cols if current else DEFAULT_TAB_COLS
-    rows = current.rows if current else DEFAULT_TAB_ROWS
+    cols = params.get("cols", current.cols if current else DEFAULT_TAB_COLS)
+    rows = params.get("rows", current.rows if current else DEFAULT_TAB_ROWS)
     pane = await rt.spawn_pane(window, shell, directory, cols, rows)
     if window.window_id not in rt.state.windows:
         await rt.close_panes([pane])

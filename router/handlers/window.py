@@ -12,7 +12,13 @@ from router.runtime import Runtime
 from router.state import Window, new_tab
 
 
-async def open_window(rt: Runtime, cwd: str | None, shell_id: str | None) -> Result:
+async def open_window(
+    rt: Runtime,
+    cwd: str | None,
+    shell_id: str | None,
+    cols: int = DEFAULT_TAB_COLS,
+    rows: int = DEFAULT_TAB_ROWS,
+) -> Result:
     shell = (
         resolve_shell(shell_id, rt.settings)
         if shell_id
@@ -20,8 +26,8 @@ async def open_window(rt: Runtime, cwd: str | None, shell_id: str | None) -> Res
     )
     directory = rt.check_cwd(cwd) or rt.check_cwd(shell.cwd) or rt.launch_cwd
     window = Window(window_id=rt.state.allocate_window_id())
-    pane = await rt.spawn_pane(window, shell, directory, DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS)
-    window.tabs.append(new_tab(pane.pane_id, DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS))
+    pane = await rt.spawn_pane(window, shell, directory, cols, rows)
+    window.tabs.append(new_tab(pane.pane_id, cols, rows))
     rt.state.windows[window.window_id] = window
     rt.state.focused_window = window.window_id
     rt.commit()
@@ -29,7 +35,13 @@ async def open_window(rt: Runtime, cwd: str | None, shell_id: str | None) -> Res
 
 
 async def create(rt: Runtime, params: Params) -> Result:
-    return await open_window(rt, params.get("cwd"), params.get("shell"))
+    return await open_window(
+        rt,
+        params.get("cwd"),
+        params.get("shell"),
+        params.get("cols", DEFAULT_TAB_COLS),
+        params.get("rows", DEFAULT_TAB_ROWS),
+    )
 
 
 async def focus(rt: Runtime, params: Params) -> Result:

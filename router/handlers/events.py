@@ -1,0 +1,25 @@
+"""events.subscribe (R2.7): the ack; `router.app` then streams snapshots to the connection."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from router.handlers import Handler, Params, Result
+from router.runtime import Runtime
+
+
+def needs_current_snapshot(rt: Runtime, params: Params) -> bool:
+    """A subscriber behind the current revision, or from another runtime life, gets it at once."""
+    since = params.get("since_revision")
+    if since is None:
+        return True
+    if params.get("runtime_id") not in (None, rt.state.runtime_id):
+        return True
+    return bool(since != rt.state.revision)
+
+
+async def subscribe(rt: Runtime, params: Params) -> Result:
+    return {"subscribed": True, "runtime_id": rt.state.runtime_id, "revision": rt.state.revision}
+
+
+METHODS: Mapping[str, Handler] = {"events.subscribe": subscribe}
