@@ -11,6 +11,9 @@ from cli.pane_cmd import pane
 from cli.runtime_cmd import runtime
 from pebrel import __version__
 
+# Modules that add commands to the groups above (imported for that effect).
+from cli import layout_ops_cmd, subscribe_cmd  # noqa: F401  isort: skip
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="pebrel")

@@ -41,7 +41,9 @@ def locate(directory: Path | None = None) -> PortInfo:
 class Client:
     """One persistent connection to the runtime."""
 
-    def __init__(self, directory: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self, directory: Path | None = None, timeout_s: float | None = DEFAULT_TIMEOUT_S
+    ) -> None:
         self.directory = directory or data_dir()
         self.info = locate(self.directory)
         try:

@@ -43,8 +43,9 @@ CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
 PRINCIPAL_TOKEN = "token-holder"
 PRINCIPAL_LEGACY = "legacy"
 READ_CHUNK = 1 << 16
-#: Bytes a subscriber may leave unread before it is told `slow_consumer` and dropped.
-SLOW_CONSUMER_BYTES = 8 * 1024 * 1024
+#: Bytes a subscriber may leave unread before it is told `slow_consumer` and dropped
+#: (`PEBREL_SLOW_CONSUMER_BYTES` overrides it at runtime start).
+SLOW_CONSUMER_BYTES = int(os.environ.get("PEBREL_SLOW_CONSUMER_BYTES", 8 * 1024 * 1024))
 
 
 @dataclass(slots=True)

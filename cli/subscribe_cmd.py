@@ -1,0 +1,44 @@
+"""`pebrel ctl subscribe`: the ack line, then one `runtime.snapshot` event per line (R2.7)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from cli.ctl_cmd import ctl
+from cli.output import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, emit, prune
+from pebrel.client import Client, RuntimeUnavailable, unavailable_envelope
+
+
+@ctl.command("subscribe")
+@click.option("--since", "since_revision", type=click.IntRange(min=0), help="Last revision seen.")
+@click.option("--runtime-id", help="runtime_id that --since belongs to.")
+@click.option("--count", type=click.IntRange(min=1), help="Exit after this many events.")
+def subscribe(since_revision: int | None, runtime_id: str | None, count: int | None) -> None:
+    """Stream snapshots as JSON Lines until interrupted (or --count events)."""
+    try:
+        client = Client(timeout_s=None)
+    except (RuntimeUnavailable, OSError) as exc:
+        emit(unavailable_envelope(str(exc)), False)
+        sys.exit(EXIT_UNAVAILABLE)
+    seen = 0
+    try:
+        client.send("events.subscribe", prune(since_revision=since_revision, runtime_id=runtime_id))
+        while count is None or seen < count:
+            line = client.read_line()
+            click.echo(json.dumps(line, ensure_ascii=False), nl=True)
+            sys.stdout.flush()
+            if line.get("ok") is False:
+                sys.exit(EXIT_ERROR)
+            if line.get("type") == "event":
+                seen += 1
+    except (RuntimeUnavailable, OSError) as exc:
+        emit(unavailable_envelope(str(exc)), False)
+        sys.exit(EXIT_UNAVAILABLE)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        client.close()
+    sys.exit(EXIT_OK)
