@@ -12,7 +12,14 @@ from cli.output import (
     wait_timeout_s,
     window_option,
 )
-from cli.pane_cmd import CLI_WAIT_TIMEOUT_MS, WAIT_STATES
+from cli.pane_cmd import (
+    CLI_WAIT_TIMEOUT_MS,
+    KEY_HELP,
+    WAIT_STATES,
+    key_params,
+    modifier_options,
+    read_paste_text,
+)
 
 pane_option = click.option("--pane", "pane_id", type=click.IntRange(min=1), required=True)
 
@@ -171,3 +178,95 @@ def wait(
         timeout_ms=timeout_ms,
     )
     call("pane.wait", params, pretty, wait_timeout_s(timeout_ms, CLI_WAIT_TIMEOUT_MS))
+
+
+@ctl.command("send-key", epilog=KEY_HELP)
+@window_option
+@pane_option
+@click.option("--key", "key", required=True)
+@modifier_options
+@pretty_option
+def send_key(
+    window_id: int | None,
+    pane_id: int,
+    key: str,
+    control: bool,
+    alt: bool,
+    shift: bool,
+    repeat: int | None,
+    pretty: bool,
+) -> None:
+    """pane.send_key: a named key, encoded for the terminal's current mode."""
+    call("pane.send_key", key_params(window_id, pane_id, key, control, alt, shift, repeat), pretty)
+
+
+@ctl.command("paste")
+@window_option
+@pane_option
+@click.option("--text", "text")
+@click.option("--stdin", "from_stdin", is_flag=True)
+@click.option("--from-file", type=click.Path(dir_okay=False))
+@click.option("--no-submit", is_flag=True)
+@click.option(
+    "--wait", "wait_state", is_flag=False, flag_value="settled", default=None, type=WAIT_STATES
+)
+@click.option("--timeout-ms", type=click.IntRange(min=0))
+@pretty_option
+def paste(
+    window_id: int | None,
+    pane_id: int,
+    text: str | None,
+    from_stdin: bool,
+    from_file: str | None,
+    no_submit: bool,
+    wait_state: str | None,
+    timeout_ms: int | None,
+    pretty: bool,
+) -> None:
+    """pane.paste (exactly one of --text, --stdin, --from-file; --wait as for prompt)."""
+    if no_submit and wait_state is not None:
+        raise click.UsageError("--no-submit and --wait contradict each other")
+    data = read_paste_text(text, from_stdin, from_file)
+    if wait_state is not None and timeout_ms is None:
+        timeout_ms = CLI_WAIT_TIMEOUT_MS
+    params = prune(window_id=window_id, pane_id=pane_id, text=data, submit=not no_submit)
+    prompt_then_wait(params, wait_state, timeout_ms, pretty, method="pane.paste")
+
+
+@ctl.command("exec-pane")
+@window_option
+@pane_option
+@click.argument("argv", nargs=-1, required=True)
+@click.option("--timeout-ms", type=click.IntRange(min=1))
+@click.option("--max-output-bytes", type=click.IntRange(min=1))
+@click.option("--exit-code", is_flag=True, help="Exit with the child's status (124/128+N/125).")
+@pretty_option
+def exec_pane(
+    window_id: int | None,
+    pane_id: int,
+    argv: tuple[str, ...],
+    timeout_ms: int | None,
+    max_output_bytes: int | None,
+    exit_code: bool,
+    pretty: bool,
+) -> None:
+    """pane.exec: `ctl exec-pane --window 1 --pane 2 -- ARGV...` (no shell, no TTY)."""
+    from cli.pane_cmd import run_exec
+
+    params = prune(
+        window_id=window_id,
+        pane_id=pane_id,
+        argv=list(argv),
+        timeout_ms=timeout_ms,
+        max_output_bytes=max_output_bytes,
+    )
+    run_exec(params, pretty, exit_code)
+
+
+@ctl.command("procs")
+@window_option
+@pane_option
+@pretty_option
+def procs(window_id: int | None, pane_id: int, pretty: bool) -> None:
+    """pane.procs: the process tree under the pane's shell."""
+    call("pane.procs", prune(window_id=window_id, pane_id=pane_id), pretty)

@@ -83,13 +83,17 @@ def wait_timeout_s(timeout_ms: int | None, default_ms: int) -> float:
 
 
 def prompt_then_wait(
-    params: dict[str, Any], state: str | None, timeout_ms: int | None, pretty: bool
+    params: dict[str, Any],
+    state: str | None,
+    timeout_ms: int | None,
+    pretty: bool,
+    method: str = "pane.prompt",
 ) -> NoReturn:
-    """pane.prompt, then (if asked) pane.wait with the post-submit seq as baseline (R5.5)."""
+    """pane.prompt or pane.paste, then (if asked) pane.wait from the post-submit seq (R5.5)."""
     from pebrel.model import WAIT_DEFAULT_TIMEOUT_MS
 
     try:
-        sent = request("pane.prompt", params)
+        sent = request(method, params)
         if state is None or not sent.get("ok"):
             finish(sent, pretty)
         result = sent["result"]

@@ -24,6 +24,8 @@ import zmq.asyncio
 
 from pebrel import messages as m
 from pebrel import proctree
+from pebrel.keys import encode_key
+from workers.exec import ExecService, resolve_cwd
 from workers.osc import OscEvent, OscScanner
 from workers.pty import PosixPty
 from workers.screen import PaneScreen
@@ -36,6 +38,8 @@ FOREGROUND_POLL_S = 0.05
 WRITE_DEADLINE_S = 10.0
 #: Bytes fed to the screen per loop turn, so requests are served during a flood.
 FEED_SLICE = 16 * 1024
+PASTE_START = b"\x1b[200~"
+PASTE_END = b"\x1b[201~"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,7 @@ class PendingWrite:
     data: bytes
     offset: int
     deadline: float
+    paste: bool = False  # answer with PasteWritten instead of InputWritten
 
 
 class Worker:
@@ -82,6 +87,8 @@ class Worker:
         self.integrated = integrated
         # Fork the shell before any zmq context or thread exists (TRAPS: never fork with one).
         self.pty = PosixPty(argv, env, config.cwd, config.cols, config.rows)
+        # Execs get the pane's launch environment, without the shell integration's additions.
+        self.execs = ExecService(self.pty.pid, dict(config.env), self.send)
         self.writes: deque[PendingWrite] = deque()
         self.cwd: str | None = None
         self.title = ""
@@ -187,8 +194,9 @@ class Worker:
         self.send(m.PaneExited(**self._ids(), exit_code=code, signal=sig, reason=reason))
 
     # -- PTY input ---------------------------------------------------------------------------
-    def _queue_write(self, request_id: int, data: bytes) -> None:
-        self.writes.append(PendingWrite(request_id, data, 0, time.monotonic() + WRITE_DEADLINE_S))
+    def _queue_write(self, request_id: int, data: bytes, paste: bool = False) -> None:
+        deadline = time.monotonic() + WRITE_DEADLINE_S
+        self.writes.append(PendingWrite(request_id, data, 0, deadline, paste))
         self._flush()
 
     def _flush(self) -> None:
@@ -223,8 +231,44 @@ class Worker:
 
     def _finish_write(self, item: PendingWrite, error: str | None) -> None:
         self.writes.popleft()
-        if item.request_id >= 0:
+        if item.request_id < 0:
+            return
+        if item.paste:
+            self.send(
+                m.PasteWritten(
+                    request_id=item.request_id, written=item.offset, bracketed=True, error=error
+                )
+            )
+        else:
             self.send(m.InputWritten(request_id=item.request_id, written=item.offset, error=error))
+
+    def _send_key(self, message: m.SendKey) -> None:
+        """Encode a key for the mode the terminal is in after all output so far (DECCKM)."""
+        self.on_readable_all()
+        try:
+            data = encode_key(
+                message.key,
+                control=message.control,
+                alt=message.alt,
+                shift=message.shift,
+                app_cursor=self.screen.app_cursor_keys,
+            )
+        except ValueError as exc:
+            self.send(m.InputWritten(request_id=message.request_id, written=0, error=str(exc)))
+            return
+        self._queue_write(message.request_id, data * message.repeat)
+
+    def _paste(self, message: m.PasteText) -> None:
+        """Bracketed paste, judged after all pending output; refused (nothing written) if off."""
+        self.on_readable_all()
+        if not self.screen.bracketed_paste:
+            self.send(
+                m.PasteWritten(
+                    request_id=message.request_id, written=0, bracketed=False, error=None
+                )
+            )
+            return
+        self._queue_write(message.request_id, PASTE_START + message.data + PASTE_END, paste=True)
 
     # -- router commands ---------------------------------------------------------------------
     def handle(self, message: m.Message) -> bool:
@@ -250,6 +294,15 @@ class Worker:
             self.send(
                 m.PtyResized(request_id=message.request_id, cols=message.cols, rows=message.rows)
             )
+        elif isinstance(message, m.SendKey):
+            self._send_key(message)
+        elif isinstance(message, m.PasteText):
+            self._paste(message)
+        elif isinstance(message, m.RunExec):
+            self.on_readable_all()  # take in an OSC 7 cwd report that is already written
+            shell_owns_tty = not self.exited and self.pty.foreground_pgid() == self.pty.pid
+            cwd = resolve_cwd(message.cwd, self.cwd, self.pty.pid, shell_owns_tty, self.config.cwd)
+            self.execs.start(message, cwd)
         elif isinstance(message, m.ClosePane):
             self.close_tree()
             self.send(m.PaneClosed(request_id=message.request_id))
@@ -267,6 +320,7 @@ class Worker:
             self._process(data)
 
     def close_tree(self) -> None:
+        self.execs.close()
         self.pty.kill()
         proctree.kill_descendants()
         self.pty.reap()
@@ -290,6 +344,7 @@ class Worker:
             )
         )
         loop.add_reader(self.pty.fd, self.on_readable)
+        self.execs.install(loop)
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
@@ -300,6 +355,9 @@ class Worker:
         recv.cancel()
         if not self.exited:
             self.close_tree()
+        else:
+            self.execs.close()
+            proctree.kill_descendants()
         self.sock.close(linger=500)
         self.ctx.term()
 

@@ -1,20 +1,193 @@
-"""pane.send_key and pane.paste (R4.2, R4.3)."""
+"""pane.send_key and pane.paste (R4.2, R4.3).
+
+Both go through the same gates as pane.prompt (exited pane, submit barrier) and both can submit:
+Enter sent as a key, or the Enter that follows a paste, establishes the synchronous running edge
+before its byte is written, so the returned `state_change_seq` is the wait baseline. The worker
+encodes keys and judges bracketed paste, because only it knows the terminal's modes after all
+pending output.
+"""
 
 from __future__ import annotations
 
+import time
+import unicodedata
 from collections.abc import Mapping
+from typing import Any
 
+from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.keys import encode_key
+from pebrel.model import MAX_PROMPT_BYTES
+from router import links
 from router.handlers import Handler, Params, Result
+from router.handlers.input_common import (
+    mark_submitted,
+    pane_ids,
+    raise_write_error,
+    require_live,
+    require_unlocked,
+    worker_link,
+    write_input,
+)
 from router.runtime import Runtime
+from router.state import Pane
+
+#: Largest paste, in UTF-8 bytes of the text as sent by the client.
+MAX_PASTE_BYTES = MAX_PROMPT_BYTES
+#: Characters a paste may carry besides printable text.
+PASTE_ALLOWED_CONTROLS = frozenset("\n\t")
+#: How long a paste waits for an integrated shell between a command's end and its next prompt
+#: (readline turns bracketed paste on only once it reads a line); the first prompt may be slower.
+PROMPT_SETTLE_S = 2.0
+FIRST_PROMPT_SETTLE_S = 10.0
+#: Letters whose control byte a shell takes as Enter (ctrl-m is CR, ctrl-j is LF).
+SUBMIT_CONTROL_LETTERS = frozenset({"m", "j"})
+
+
+def _submits(key: str, control: bool, alt: bool) -> bool:
+    """Enter (or ctrl-m / ctrl-j) without alt submits the line like a prompt's Enter."""
+    if alt:
+        return False
+    return key == "enter" or (control and key in SUBMIT_CONTROL_LETTERS)
+
+
+def _result(rt: Runtime, pane: Pane, baseline: int) -> Result:
+    rt.commit()
+    return {
+        "submitted": True,
+        "state_change_seq": baseline,
+        **pane_ids(pane),
+        "snapshot": rt.state.snapshot(),
+    }
 
 
 async def send_key(rt: Runtime, params: Params) -> Result:
-    raise PebrelError(ErrorCode.ACTION_FAILED, "pane.send_key is not built yet")
+    """Write a named key `repeat` times, encoded for the terminal's current mode (R4.3)."""
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    key: str = params["key"]
+    modifiers: dict[str, bool] = params.get("modifiers", {})
+    control = modifiers.get("control", False)
+    alt = modifiers.get("alt", False)
+    shift = modifiers.get("shift", False)
+    repeat: int = params.get("repeat", 1)
+    not_sent: dict[str, Any] = {"submitted": False}
+    try:
+        encode_key(key, control=control, alt=alt, shift=shift, app_cursor=False)
+    except ValueError as exc:
+        raise PebrelError(
+            ErrorCode.INVALID_PARAMS,
+            str(exc),
+            {"field": "key", "key": key, "modifiers": modifiers, **not_sent},
+        ) from exc
+    require_live(pane, not_sent)
+    require_unlocked(pane, not_sent)
+    link = worker_link(rt, pane)
+    pane.writing = True
+    try:
+        baseline = mark_submitted(rt, pane) if _submits(key, control, alt) else pane.tracker.seq
+        try:
+            reply = await links.request(
+                link,
+                rt.send,
+                lambda rid: m.SendKey(
+                    request_id=rid,
+                    key=key,
+                    control=control,
+                    alt=alt,
+                    shift=shift,
+                    repeat=repeat,
+                ),
+            )
+            assert isinstance(reply, m.InputWritten)
+            raise_write_error(pane, reply.error, reply.written)
+        except PebrelError as exc:
+            exc.details["submitted"] = False
+            raise
+    finally:
+        pane.writing = False
+    return _result(rt, pane, baseline)
+
+
+def check_paste_text(text: str) -> bytes:
+    """Multi-line text: no ESC, NUL or other C0/C1 control but LF and tab; CR(LF) becomes LF."""
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_PASTE_BYTES:
+        raise PebrelError(
+            ErrorCode.INVALID_PARAMS,
+            f"text is {size} bytes; the paste limit is {MAX_PASTE_BYTES}",
+            {"field": "text", "bytes": size, "limit": MAX_PASTE_BYTES, "submitted": False},
+        )
+    for index, char in enumerate(text):
+        if char in PASTE_ALLOWED_CONTROLS or char == "\r":
+            continue
+        if unicodedata.category(char) in ("Cc", "Cs"):
+            raise PebrelError(
+                ErrorCode.INVALID_PARAMS,
+                f"text contains control character U+{ord(char):04X} at {index}; a paste may "
+                "hold only newline and tab; use pane.send_key for keys",
+                {"field": "text", "index": index, "codepoint": ord(char), "submitted": False},
+            )
+    return text.replace("\r\n", "\n").replace("\r", "\n").encode("utf-8")
+
+
+async def _settle_prompt(rt: Runtime, pane: Pane, not_sent: dict[str, Any]) -> None:
+    """Let an integrated shell between a command's end and its next prompt draw that prompt.
+
+    Readline turns bracketed paste on when it starts reading a line, after the done mark a
+    pane.run answers on: judging the mode in that gap would refuse a paste the shell accepts.
+    """
+    tracker = pane.tracker
+    if not pane.integrated:
+        return
+    limit = time.monotonic() + (PROMPT_SETTLE_S if tracker.prompt_seen else FIRST_PROMPT_SETTLE_S)
+    while not tracker.at_prompt and not tracker.command_active and time.monotonic() < limit:
+        await rt.next_change(pane, limit - time.monotonic())
+        if rt.state.panes.get(pane.key) is not pane:
+            raise PebrelError(
+                ErrorCode.TARGET_NOT_FOUND,
+                f"pane {pane.pane_id} was closed",
+                {**pane_ids(pane), **not_sent},
+            )
+        require_live(pane, not_sent)
+    require_unlocked(pane, not_sent)
 
 
 async def paste(rt: Runtime, params: Params) -> Result:
-    raise PebrelError(ErrorCode.ACTION_FAILED, "pane.paste is not built yet")
+    """Bracketed paste, then (by default) Enter as a separate write (R4.2)."""
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    data = check_paste_text(params["text"])
+    submit: bool = params.get("submit", True)
+    not_sent: dict[str, Any] = {"submitted": False}
+    require_live(pane, not_sent)
+    require_unlocked(pane, not_sent)
+    await _settle_prompt(rt, pane, not_sent)
+    link = worker_link(rt, pane)
+    pane.writing = True
+    try:
+        try:
+            reply = await links.request(
+                link, rt.send, lambda rid: m.PasteText(request_id=rid, data=data)
+            )
+            assert isinstance(reply, m.PasteWritten)
+            if not reply.bracketed:
+                raise PebrelError(
+                    ErrorCode.INVALID_STATE,
+                    f"the program in pane {pane.pane_id} has not enabled bracketed paste; "
+                    "nothing was written (use pane.prompt for plain text)",
+                    {**pane_ids(pane), "bracketed_paste": False},
+                )
+            raise_write_error(pane, reply.error, reply.written)
+            baseline = pane.tracker.seq
+            if submit:
+                # The paste is acknowledged; Enter goes as its own write after the edge.
+                baseline = mark_submitted(rt, pane)
+                await write_input(rt, pane, b"\r")
+        except PebrelError as exc:
+            exc.details["submitted"] = False
+            raise
+    finally:
+        pane.writing = False
+    return _result(rt, pane, baseline)
 
 
 METHODS: Mapping[str, Handler] = {"pane.send_key": send_key, "pane.paste": paste}

@@ -17,6 +17,13 @@ from pebrel.model import (
 )
 from router import links
 from router.handlers import Handler, Params, Result
+from router.handlers.input_common import (
+    pane_ids,
+    require_live,
+    require_unlocked,
+    submit_line,
+    worker_link,
+)
 from router.runtime import Runtime
 from router.state import Pane
 
@@ -25,81 +32,18 @@ FIRST_PROMPT_TIMEOUT_S = 10.0
 RUN_START_TIMEOUT_S = 5.0
 
 
-def _ids(pane: Pane) -> dict[str, int]:
-    return {"window_id": pane.window_id, "pane_id": pane.pane_id}
-
-
-def _require_live(pane: Pane, extra: dict[str, Any] | None = None) -> None:
-    if pane.exited:
-        raise PebrelError(
-            ErrorCode.INVALID_STATE,
-            f"pane {pane.pane_id} has exited: {pane.exit_reason}",
-            {**_ids(pane), "exited": True, "exit_reason": pane.exit_reason, **(extra or {})},
-        )
-
-
-def _locked(pane: Pane, extra: dict[str, Any] | None = None) -> None:
-    """Refuse a second input inside the submit barrier (never interleave two inputs)."""
-    if pane.writing or pane.tracker.input_blocked(time.monotonic()):
-        raise PebrelError(
-            ErrorCode.INPUT_IN_PROGRESS,
-            f"pane {pane.pane_id} is still confirming the previous input",
-            {**_ids(pane), "state_change_seq": pane.tracker.seq, **(extra or {})},
-        )
-
-
-async def _write(rt: Runtime, pane: Pane, data: bytes) -> None:
-    link = rt.links.get(pane.key)
-    if link is None:
-        raise PebrelError(ErrorCode.INVALID_STATE, "the pane's worker is gone", _ids(pane))
-    reply = await links.request(link, rt.send, lambda rid: m.WriteInput(request_id=rid, data=data))
-    assert isinstance(reply, m.InputWritten)
-    if reply.error:
-        raise PebrelError(
-            ErrorCode.ACTION_FAILED,
-            f"writing to pane {pane.pane_id} failed: {reply.error}",
-            {**_ids(pane), "written_bytes": reply.written},
-        )
-
-
-async def _submit_line(rt: Runtime, pane: Pane, data: bytes, submit: bool) -> int:
-    """Type `data`, then Enter as a separate write; the running edge is set before any byte.
-
-    Returns the `after_seq` baseline: the seq right after the edge (or at the write, when no
-    edge was set). The command may finish before the writes are acknowledged, so the seq at
-    answer time would be too late a baseline and a following wait would miss the transition.
-    """
-    pane.writing = True
-    try:
-        if submit and pane.tracker.submit(time.monotonic()):
-            rt.schedule_expiry(pane)
-            rt.touched(pane)
-        baseline = pane.tracker.seq
-        try:
-            if data:
-                await _write(rt, pane, data)
-            if submit:
-                await _write(rt, pane, b"\r")
-        except PebrelError as exc:
-            exc.details["submitted"] = False
-            raise
-    finally:
-        pane.writing = False
-    return baseline
-
-
 async def prompt(rt: Runtime, params: Params) -> Result:
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
     data = check_prompt_text(params["text"])
     submit = params.get("submit", True)
-    _require_live(pane, {"submitted": False})
-    _locked(pane, {"submitted": False})
-    baseline = await _submit_line(rt, pane, data, submit)
+    require_live(pane, {"submitted": False})
+    require_unlocked(pane, {"submitted": False})
+    baseline = await submit_line(rt, pane, data, submit)
     rt.commit()
     return {
         "submitted": True,
         "state_change_seq": baseline,
-        **_ids(pane),
+        **pane_ids(pane),
         "snapshot": rt.state.snapshot(),
     }
 
@@ -107,9 +51,7 @@ async def prompt(rt: Runtime, params: Params) -> Result:
 async def read(rt: Runtime, params: Params) -> Result:
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
     lines = params.get("lines", READ_DEFAULT_LINES)
-    link = rt.links.get(pane.key)
-    if link is None:
-        raise PebrelError(ErrorCode.INVALID_STATE, "the pane's worker is gone", _ids(pane))
+    link = worker_link(rt, pane)
     reply = await links.request(
         link,
         rt.send,
@@ -117,7 +59,7 @@ async def read(rt: Runtime, params: Params) -> Result:
     )
     assert isinstance(reply, m.ScreenRead)
     return {
-        **_ids(pane),
+        **pane_ids(pane),
         "text": "\n".join(reply.lines),
         "lines": reply.lines,
         "requested_lines": lines,
@@ -134,7 +76,9 @@ async def read(rt: Runtime, params: Params) -> Result:
 def _still_there(rt: Runtime, pane: Pane, extra: dict[str, Any]) -> None:
     if rt.state.panes.get(pane.key) is not pane:
         raise PebrelError(
-            ErrorCode.TARGET_NOT_FOUND, f"pane {pane.pane_id} was closed", {**_ids(pane), **extra}
+            ErrorCode.TARGET_NOT_FOUND,
+            f"pane {pane.pane_id} was closed",
+            {**pane_ids(pane), **extra},
         )
 
 
@@ -149,9 +93,9 @@ async def wait(rt: Runtime, params: Params) -> Result:
         found = pane.tracker.observation(target, after_seq)
         if found is not None:
             seq, state = found
-            return {"state": state, "state_change_seq": seq, **_ids(pane)}
+            return {"state": state, "state_change_seq": seq, **pane_ids(pane)}
         details = {
-            **_ids(pane),
+            **pane_ids(pane),
             "state": target,
             "after_seq": after_seq,
             "observed_state": pane.tracker.state,
@@ -176,33 +120,33 @@ async def run(rt: Runtime, params: Params) -> Result:
     data = check_prompt_text(params["command"], "command")
     timeout_s = params.get("timeout_ms", RUN_DEFAULT_TIMEOUT_MS) / 1000
     not_sent = {"submitted": False}
-    _require_live(pane, not_sent)
+    require_live(pane, not_sent)
     if not pane.integrated:
         raise PebrelError(
             ErrorCode.EXIT_CODE_UNAVAILABLE,
             f"pane {pane.pane_id} runs a shell without OSC 133 integration; use pane.prompt",
-            {**_ids(pane), **not_sent},
+            {**pane_ids(pane), **not_sent},
         )
     start = time.monotonic()
     tracker = pane.tracker
-    _locked(pane, not_sent)
+    require_unlocked(pane, not_sent)
     if not tracker.at_prompt and not tracker.command_active:
         # The shell is starting, or between a command's done mark and its next prompt.
         limit = start + min(timeout_s, FIRST_PROMPT_TIMEOUT_S)
         while not tracker.at_prompt and not tracker.command_active and time.monotonic() < limit:
-            _require_live(pane, not_sent)
+            require_live(pane, not_sent)
             await rt.next_change(pane, limit - time.monotonic())
             _still_there(rt, pane, not_sent)
-        _require_live(pane, not_sent)
-        _locked(pane, not_sent)
+        require_live(pane, not_sent)
+        require_unlocked(pane, not_sent)
     if not tracker.at_prompt or tracker.command_active:
         raise PebrelError(
             ErrorCode.INVALID_STATE,
             f"pane {pane.pane_id} is not at a shell prompt ({tracker.state})",
-            {**_ids(pane), "task_state": tracker.state, **not_sent},
+            {**pane_ids(pane), "task_state": tracker.state, **not_sent},
         )
     number = tracker.commands_started + 1
-    baseline = await _submit_line(rt, pane, data, True)
+    baseline = await submit_line(rt, pane, data, True)
     submitted_at = time.monotonic()
     rt.commit()
     if not params.get("wait", True):
@@ -211,9 +155,9 @@ async def run(rt: Runtime, params: Params) -> Result:
             "exit_code": None,
             "duration_ms": None,
             "state_change_seq": baseline,
-            **_ids(pane),
+            **pane_ids(pane),
         }
-    sent = {**_ids(pane), "submitted": True}
+    sent = {**pane_ids(pane), "submitted": True}
     while number not in tracker.results:
         _still_there(rt, pane, {"submitted": True})
         now = time.monotonic()
@@ -256,7 +200,7 @@ async def run(rt: Runtime, params: Params) -> Result:
         "exit_code": exit_code,
         "duration_ms": duration_ms,
         "state_change_seq": tracker.seq,
-        **_ids(pane),
+        **pane_ids(pane),
     }
 
 

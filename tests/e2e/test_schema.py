@@ -147,7 +147,27 @@ def test_real_results_match_the_schema(runtime: Runtime) -> None:
             "timeout_ms": 15_000,
         },
     )
+    call("pane.paste", {"window_id": 1, "pane_id": 1, "text": "echo pasted", "submit": False})
+    keyed = call("pane.send_key", {"window_id": 1, "pane_id": 1, "key": "enter"})
+    call(
+        "pane.wait",
+        {
+            "window_id": 1,
+            "pane_id": 1,
+            "state": "settled",
+            "after_seq": keyed["state_change_seq"],
+            "timeout_ms": 15_000,
+        },
+    )
     call("pane.read", {"window_id": 1, "pane_id": 1, "lines": 20})
+    call("pane.exec", {"window_id": 1, "pane_id": 1, "argv": ["sh", "-c", "echo o; echo e >&2"]})
+    call("pane.procs", {"window_id": 1, "pane_id": 1})
+    call("pane.resize", {"window_id": 1, "pane_id": 1, "ratio": 0.4})
+    call("pane.zoom", {"window_id": 1, "pane_id": 1, "zoomed": True})
+    call("tab.rename", {"window_id": 1, "tab_index": 0, "name": "schema"})
+    call("tab.move", {"window_id": 1, "tab_index": 0, "to_index": 1})
+    call("tab.move", {"window_id": 1, "tab_index": 1, "to_index": 0})
+    call("events.subscribe", {"since_revision": 0})
     call("runtime.snapshot")  # now with two windows, two tabs and a split layout
     call("pane.close", {"window_id": 1, "pane_id": split["pane_id"]})
     call("tab.close", {"window_id": 1, "tab_index": tab["tab_index"]})

@@ -1,0 +1,102 @@
+"""What every input method shares: liveness, the submit barrier, writes, the running edge.
+
+pane.prompt, pane.run, pane.send_key and pane.paste all type into a pane's PTY. They refuse an
+exited pane the same way, refuse a second input inside the submit barrier the same way
+(`input_in_progress`, never interleaved), and establish the synchronous running edge of a
+submission the same way, so the `state_change_seq` they return is a correct wait baseline
+(DESIGN "Model"; TRAPS "Actors").
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pebrel import messages as m
+from pebrel.errors import ErrorCode, PebrelError
+from router import links
+from router.runtime import Runtime
+from router.state import Pane
+
+
+def pane_ids(pane: Pane) -> dict[str, int]:
+    return {"window_id": pane.window_id, "pane_id": pane.pane_id}
+
+
+def require_live(pane: Pane, extra: dict[str, Any] | None = None) -> None:
+    """Refuse input to a pane whose shell has exited (`invalid_state`)."""
+    if pane.exited:
+        raise PebrelError(
+            ErrorCode.INVALID_STATE,
+            f"pane {pane.pane_id} has exited: {pane.exit_reason}",
+            {**pane_ids(pane), "exited": True, "exit_reason": pane.exit_reason, **(extra or {})},
+        )
+
+
+def require_unlocked(pane: Pane, extra: dict[str, Any] | None = None) -> None:
+    """Refuse a second input inside the submit barrier (never interleave two inputs)."""
+    if pane.writing or pane.tracker.input_blocked(time.monotonic()):
+        raise PebrelError(
+            ErrorCode.INPUT_IN_PROGRESS,
+            f"pane {pane.pane_id} is still confirming the previous input",
+            {**pane_ids(pane), "state_change_seq": pane.tracker.seq, **(extra or {})},
+        )
+
+
+def worker_link(rt: Runtime, pane: Pane) -> links.WorkerLink:
+    link = rt.links.get(pane.key)
+    if link is None:
+        raise PebrelError(ErrorCode.INVALID_STATE, "the pane's worker is gone", pane_ids(pane))
+    return link
+
+
+def raise_write_error(pane: Pane, error: str | None, written: int) -> None:
+    """Turn a worker's write failure into `action_failed`."""
+    if error:
+        raise PebrelError(
+            ErrorCode.ACTION_FAILED,
+            f"writing to pane {pane.pane_id} failed: {error}",
+            {**pane_ids(pane), "written_bytes": written},
+        )
+
+
+async def write_input(rt: Runtime, pane: Pane, data: bytes) -> None:
+    """Write raw bytes to the pane's PTY; returns once the worker wrote them all."""
+    link = worker_link(rt, pane)
+    reply = await links.request(link, rt.send, lambda rid: m.WriteInput(request_id=rid, data=data))
+    assert isinstance(reply, m.InputWritten)
+    raise_write_error(pane, reply.error, reply.written)
+
+
+def mark_submitted(rt: Runtime, pane: Pane) -> int:
+    """Establish the synchronous running edge of a submission; return the wait baseline.
+
+    The baseline is the seq right after the edge: a fast command's C and D marks can be
+    processed before the write is acknowledged, so a later seq would miss the transition.
+    """
+    if pane.tracker.submit(time.monotonic()):
+        rt.schedule_expiry(pane)
+        rt.touched(pane)
+    return pane.tracker.seq
+
+
+async def submit_line(rt: Runtime, pane: Pane, data: bytes, submit: bool) -> int:
+    """Type `data`, then Enter as a separate write; the running edge is set before any byte.
+
+    Returns the `after_seq` baseline: the seq right after the edge (or at the write, when no
+    edge was set).
+    """
+    pane.writing = True
+    try:
+        baseline = mark_submitted(rt, pane) if submit else pane.tracker.seq
+        try:
+            if data:
+                await write_input(rt, pane, data)
+            if submit:
+                await write_input(rt, pane, b"\r")
+        except PebrelError as exc:
+            exc.details["submitted"] = False
+            raise
+    finally:
+        pane.writing = False
+    return baseline

@@ -1,0 +1,326 @@
+"""The exec runner of a pane worker (R6.3): argv without a shell, as an independent child.
+
+The child is not on the pane's PTY: stdin is /dev/null, stdout and stderr are pipes drained
+concurrently into tail buffers that keep the last `max_output_bytes` of each stream (the end
+of a test run is what matters). It runs in its own session with the pane's launch
+environment plus `PEBREL_EXEC_ID=<random>`, so the processes it leaves behind can be found
+even after `setsid`/`nohup`: those re-parent to the worker (a child subreaper), not to the
+child, so "descendants of the child" alone would miss them.
+
+On timeout the child's group and every leftover are killed; on a normal exit the pipes get
+`PIPE_GRACE_S` to reach EOF (a leftover may hold them), then leftovers are killed. Finding,
+killing and reaping leftovers lives in workers/leftovers.py; it reads /proc, so the runner
+calls it in a thread, never on the worker's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pebrel import messages as m
+from workers.leftovers import EXEC_ID_ENV, OrphanReaper, TrackingChildWatcher, kill_leftovers
+
+logger = logging.getLogger(__name__)
+
+#: After the child exits, how long pipes held open by its leftovers are still read.
+PIPE_GRACE_S = 0.2
+#: After a kill, how long to wait for the child's exit status before giving up on it.
+KILL_WAIT_S = 0.5
+#: SIGCHLD bursts (32 execs ending together) are reaped in one pass after this delay.
+REAP_DEBOUNCE_S = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class ExecSpec:
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+    timeout_s: float
+    max_output_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExecOutcome:
+    exit_code: int | None
+    signal: int | None
+    stdout: bytes
+    stderr: bytes
+    stdout_total: int
+    stderr_total: int
+    timed_out: bool
+    duration_ms: int
+    #: `"<ERRNO NAME>: <message>"` when the child could not be started, else None.
+    error: str | None
+
+
+class TailBuffer:
+    """The last `limit` bytes of a stream, and how many bytes the stream carried in all."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+        self._buf = bytearray()
+
+    def append(self, data: bytes) -> None:
+        self.total += len(data)
+        self._buf += data
+        # Trim only past twice the limit, so a stream of small chunks costs O(n), not O(n^2).
+        if len(self._buf) > 2 * self.limit:
+            del self._buf[: len(self._buf) - self.limit]
+
+    def tail(self) -> bytes:
+        return bytes(self._buf[-self.limit :]) if self._buf else b""
+
+
+class _Capture(asyncio.SubprocessProtocol):
+    """Collects both pipes as they arrive; futures for each pipe's EOF and the child's exit."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int) -> None:
+        self.streams = {1: TailBuffer(limit), 2: TailBuffer(limit)}
+        self.closed: dict[int, asyncio.Future[None]] = {
+            1: loop.create_future(),
+            2: loop.create_future(),
+        }
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        buf = self.streams.get(fd)
+        if buf is not None:
+            buf.append(data.encode() if isinstance(data, str) else data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        fut = self.closed.get(fd)
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _within(futures: Iterable[asyncio.Future[Any]], timeout_s: float) -> bool:
+    """Wait for all `futures` at most `timeout_s`; True when they all completed."""
+    pending = [f for f in futures if not f.done()]
+    if not pending:
+        return True
+    if timeout_s <= 0:
+        return False
+    _, still = await asyncio.wait(pending, timeout=timeout_s)
+    return not still
+
+
+def spawn_error(exc: OSError | ValueError) -> str:
+    """`"ENOENT: No such file or directory: 'x'"`: the errno name first, for the router."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        name = errno.errorcode.get(exc.errno, f"E{exc.errno}")
+        where = f": {exc.filename!r}" if exc.filename is not None else ""
+        return f"{name}: {exc.strerror}{where}"
+    return f"EINVAL: {exc}"
+
+
+class ExecRunner:
+    """Runs the execs of one pane worker; `shell_pid` is the pane's shell (never a leftover)."""
+
+    def __init__(self, shell_pid: int) -> None:
+        self.shell_pid = shell_pid
+        #: Pids of exec children still being run (for `abandon` at worker close).
+        self.children: set[int] = set()
+
+    async def run(self, spec: ExecSpec) -> ExecOutcome:
+        loop = asyncio.get_running_loop()
+        marker = secrets.token_hex(16)
+        started = time.monotonic()
+        proto = _Capture(loop, spec.max_output_bytes)
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: proto,
+                *spec.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=spec.cwd,
+                env={**spec.env, EXEC_ID_ENV: marker},
+                start_new_session=True,
+                close_fds=True,
+            )
+        except (OSError, ValueError) as exc:
+            return ExecOutcome(None, None, b"", b"", 0, 0, False, _ms(started), spawn_error(exc))
+        pid = transport.get_pid()
+        self.children.add(pid)
+        timed_out = False
+        try:
+            remaining = started + spec.timeout_s - time.monotonic()
+            if not await _within([proto.exited], remaining):
+                timed_out = True
+                logger.info("exec timed out", extra={"pid": pid, "argv0": spec.argv[0]})
+                # The child is not reaped yet (its exit would have completed `exited`).
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+                await loop.run_in_executor(
+                    None, kill_leftovers, pid, marker.encode(), self.shell_pid
+                )
+                await _within([proto.exited], KILL_WAIT_S)
+            else:
+                await _within(proto.closed.values(), PIPE_GRACE_S)
+            await loop.run_in_executor(None, kill_leftovers, pid, marker.encode(), self.shell_pid)
+            code = transport.get_returncode()
+        finally:
+            self.children.discard(pid)
+            transport.close()
+        out, err = proto.streams[1], proto.streams[2]
+        return ExecOutcome(
+            exit_code=code if code is not None and code >= 0 else None,
+            signal=-code if code is not None and code < 0 else None,
+            stdout=out.tail(),
+            stderr=err.tail(),
+            stdout_total=out.total,
+            stderr_total=err.total,
+            timed_out=timed_out,
+            duration_ms=_ms(started),
+            error=None,
+        )
+
+    def abandon(self, forget: Callable[[int], object]) -> None:
+        """Worker close: kill every running exec's group and `forget` its pid (stop watching
+        it), so the close path can reap it without racing asyncio's child watcher."""
+        for pid in self.children:
+            forget(pid)
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+        self.children.clear()
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+# ---- the worker's side of pane.exec ----------------------------------------------------------
+
+
+def resolve_cwd(
+    requested: str | None,
+    reported: str | None,
+    shell_pid: int,
+    shell_in_foreground: bool,
+    fallback: str,
+) -> str:
+    """The exec's cwd: the requested one; else the shell's OSC 7 cwd if it is a directory,
+    else the shell process's cwd, else the pane's launch cwd.
+
+    While the shell itself owns the terminal, its process cwd comes first: bash reports OSC 7
+    after the command's done mark, so right after `cd` the reported cwd may still be the old
+    one. While a program runs in the foreground (a nested shell that reports OSC 7 itself),
+    the report is the better guess.
+    """
+    if requested:
+        return requested
+    actual: str | None = None
+    with contextlib.suppress(OSError):
+        actual = os.readlink(f"/proc/{shell_pid}/cwd")
+    if actual is not None and not os.path.isdir(actual):
+        actual = None  # e.g. "/old/dir (deleted)"
+    if shell_in_foreground and actual is not None:
+        return actual
+    if reported and os.path.isdir(reported):
+        return reported
+    return actual or fallback
+
+
+class ExecService:
+    """RunExec in, ExecFinished out; owns the child watcher and the orphan reaper."""
+
+    def __init__(
+        self,
+        shell_pid: int,
+        env: dict[str, str],
+        send: Callable[[m.Message], None],
+    ) -> None:
+        self.runner = ExecRunner(shell_pid)
+        self.env = env
+        self.send = send
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.watcher: TrackingChildWatcher | None = None
+        self.reaper: OrphanReaper | None = None
+        self._reap_pending = False
+
+    def install(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Pidfd child watcher (Python 3.11 would start a thread per child) and SIGCHLD reaping.
+
+        Python 3.12+ watches children with pidfds on its own and deprecates watchers; there the
+        orphan reaper is not installed and zombie leftovers wait for the worker's exit.
+        """
+        if sys.version_info >= (3, 12):
+            return
+        self.watcher = TrackingChildWatcher()
+        self.watcher.attach_loop(loop)
+        asyncio.set_child_watcher(self.watcher)
+        self.reaper = OrphanReaper(self.runner.shell_pid, self.watcher)
+        loop.add_signal_handler(signal.SIGCHLD, self._on_sigchld, loop)
+
+    def _on_sigchld(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._reap_pending or self.reaper is None:
+            return
+        self._reap_pending = True
+        loop.call_later(REAP_DEBOUNCE_S, self._reap)
+
+    def _reap(self) -> None:
+        self._reap_pending = False
+        if self.reaper is not None:
+            self.reaper.reap()
+
+    def start(self, message: m.RunExec, cwd: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(message, cwd))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _run(self, message: m.RunExec, cwd: str) -> None:
+        spec = ExecSpec(
+            argv=list(message.argv),
+            cwd=cwd,
+            env=self.env,
+            timeout_s=message.timeout_ms / 1000,
+            max_output_bytes=message.max_output_bytes,
+        )
+        try:
+            outcome = await self.runner.run(spec)
+        except Exception:
+            logger.exception("exec runner failed", extra={"argv0": spec.argv[:1]})
+            outcome = ExecOutcome(None, None, b"", b"", 0, 0, False, 0, "EIO: exec runner failed")
+        self.send(
+            m.ExecFinished(
+                request_id=message.request_id,
+                exit_code=outcome.exit_code,
+                signal=outcome.signal,
+                stdout=outcome.stdout,
+                stderr=outcome.stderr,
+                stdout_total=outcome.stdout_total,
+                stderr_total=outcome.stderr_total,
+                timed_out=outcome.timed_out,
+                duration_ms=outcome.duration_ms,
+                cwd=cwd,
+                error=outcome.error,
+            )
+        )
+
+    def close(self) -> None:
+        """Worker close: kill running execs and hand their reaping to the close path."""
+
+        def forget(pid: int) -> None:
+            if self.watcher is not None:
+                self.watcher.remove_child_handler(pid)
+
+        self.runner.abandon(forget)
+        for task in self.tasks:
+            task.cancel()

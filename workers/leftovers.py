@@ -1,0 +1,180 @@
+"""Leftovers of execs: finding and killing them, and reaping what re-parents to the worker.
+
+An exec's leftover is a live descendant of the pane worker that is in the exec child's
+session or carries its `PEBREL_EXEC_ID` marker in its environment (`setsid` leaves the
+session but keeps the environment; `nohup` keeps both). Scanning reads /proc, so the exec
+runner calls `kill_leftovers` in a thread. The worker is a child subreaper, so killed
+leftovers and escapees become its zombies: `OrphanReaper` waits for those by pid on
+SIGCHLD, never for -1, and never for the shell or an exec child asyncio is watching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+EXEC_ID_ENV = "PEBREL_EXEC_ID"
+#: Bound on the kill-until-none-remain loop (processes may fork while we kill).
+KILL_LOOP_S = 2.0
+
+
+# ---- /proc scanning (runs in a thread) -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Stat:
+    state: bytes
+    ppid: int
+    session: int
+
+
+def _stat(pid: int) -> _Stat | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    try:
+        return _Stat(fields[0], int(fields[1]), int(fields[3]))
+    except (IndexError, ValueError):
+        return None
+
+
+def _process_table() -> dict[int, _Stat]:
+    table: dict[int, _Stat] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            found = _stat(int(name))
+            if found is not None:
+                table[int(name)] = found
+    return table
+
+
+def _descendants(table: dict[int, _Stat], root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, st in table.items():
+        children.setdefault(st.ppid, []).append(pid)
+    found: list[int] = []
+    stack = list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, []))
+    return found
+
+
+def _carries(pid: int, entry: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return entry in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def find_leftovers(session: int, marker: bytes, shell_pid: int) -> list[int]:
+    """Live descendants of this worker in `session` or carrying the exec marker.
+
+    Processes of the shell's session are skipped without reading their environment: an
+    exec's processes can leave its session only for a new one, never join the shell's.
+    """
+    table = _process_table()
+    shell = table.get(shell_pid)
+    shell_session = shell.session if shell is not None else -1
+    entry = EXEC_ID_ENV.encode() + b"=" + marker
+    found = []
+    for pid in _descendants(table, os.getpid()):
+        st = table[pid]
+        if st.state == b"Z" or pid == shell_pid or st.session == shell_session:
+            continue
+        if st.session == session or _carries(pid, entry):
+            found.append(pid)
+    return found
+
+
+def kill_leftovers(session: int, marker: bytes, shell_pid: int) -> int:
+    """SIGKILL every leftover of one exec until none remain; return how many were signalled.
+
+    Repeats because a process may fork while we kill. Reaping is left to `OrphanReaper` (the
+    killed processes re-parent to the worker) and to asyncio (the exec child itself).
+    """
+    total = 0
+    deadline = time.monotonic() + KILL_LOOP_S
+    while time.monotonic() < deadline:
+        found = find_leftovers(session, marker, shell_pid)
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        total += len(found)
+        time.sleep(0.005)
+    if total:
+        logger.info("exec leftovers killed", extra={"session": session, "count": total})
+    return total
+
+
+# ---- reaping -------------------------------------------------------------------------------
+
+
+class TrackingChildWatcher(asyncio.PidfdChildWatcher):
+    """asyncio's pidfd watcher (no thread per child) that tells which pids it owns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owned: set[int] = set()
+
+    # The stub's TypeVarTuple signature cannot be re-declared around a wrapping callback.
+    def add_child_handler(  # type: ignore[override]
+        self, pid: int, callback: Callable[..., object], *args: Any
+    ) -> None:
+        self.owned.add(pid)
+        super().add_child_handler(pid, self._finished, callback, args)
+
+    def remove_child_handler(self, pid: int) -> bool:
+        self.owned.discard(pid)
+        return bool(super().remove_child_handler(pid))
+
+    def _finished(
+        self, pid: int, returncode: int, callback: Callable[..., object], args: tuple[Any, ...]
+    ) -> None:
+        self.owned.discard(pid)
+        callback(pid, returncode, *args)
+
+
+class OrphanReaper:
+    """Reap zombie children of the worker that nobody else waits for, on SIGCHLD.
+
+    The worker is a child subreaper: killed exec leftovers and `setsid`/`nohup` escapees
+    re-parent to it and would stay zombies. Only specific pids are waited for, never -1:
+    the shell (the worker reaps it) and the exec children asyncio's watcher owns are left
+    alone. Runs on the loop thread, where spawning an exec and registering its pid with the
+    watcher happen in one step, so an exec child is never mistaken for an orphan. The worker
+    debounces SIGCHLD bursts, since each pass reads /proc.
+    """
+
+    def __init__(self, shell_pid: int, watcher: TrackingChildWatcher) -> None:
+        self.shell_pid = shell_pid
+        self.watcher = watcher
+
+    def reap(self) -> int:
+        reaped = 0
+        me = os.getpid()
+        for pid, st in _process_table().items():
+            if st.ppid != me or st.state != b"Z":
+                continue
+            if pid == self.shell_pid or pid in self.watcher.owned:
+                continue
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+                reaped += 1
+        return reaped
