@@ -190,13 +190,48 @@ class TitleChanged(Message):
 
 @dataclass(frozen=True, slots=True)
 class ForegroundChanged(Message):
-    """The PTY's foreground process group changed (shell integration fallback)."""
+    """The PTY's foreground program changed: its process group, and the AI CLI kind it is.
+
+    `agent_kind` is one of pebrel.agentkinds.KINDS when the foreground program is a known AI
+    CLI (matched on argv[0] or an interpreter's script, never a substring), else None.
+    `program` is the foreground program's display name ("" when the shell has it back).
+    """
 
     type: ClassVar[str] = "foreground_changed"
     window_id: int
     pane_id: int
     shell_in_foreground: bool
     foreground_pgid: int
+    agent_kind: str | None
+    program: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramStatus(Message):
+    """An AI CLI reported its own state with an escape sequence (OSC 1337 SetUserVar, OSC 26).
+
+    `state` is a task state (idle, running, completed, failed, attention, waiting_input) or
+    "end" (the session is over); `origin` names the sequence it came from.
+    """
+
+    type: ClassVar[str] = "program_status"
+    window_id: int
+    pane_id: int
+    state: str
+    session_id: str | None
+    kind: str | None
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenMatched(Message):
+    """The screen rule matching the visible screen changed (None: no rule matches now)."""
+
+    type: ClassVar[str] = "screen_matched"
+    window_id: int
+    pane_id: int
+    rule_id: str | None
+    state: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +326,8 @@ _REGISTRY: dict[str, type[Message]] = {
         CwdReported,
         TitleChanged,
         ForegroundChanged,
+        ProgramStatus,
+        ScreenMatched,
         PaneExited,
         InputWritten,
         ExecFinished,

@@ -8,6 +8,7 @@ covers the keywords the schema uses; jsonschema checks the whole file in the tes
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,8 @@ def _check(value: Any, schema: dict[str, Any], path: str) -> str | None:
         if "maximum" in schema and value > schema["maximum"]:
             return f"{path}: must be <= {schema['maximum']}"
     if isinstance(value, str):
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            return f"{path}: does not match {schema['pattern']}"
         if "minLength" in schema and len(value) < schema["minLength"]:
             return f"{path}: must have at least {schema['minLength']} characters"
         if "maxLength" in schema and len(value) > schema["maxLength"]:

@@ -1,8 +1,10 @@
-"""Task-state projection of one shell pane (DESIGN "Model"; FEATURES R5.1-R5.4).
+"""Task-state projection of one pane (DESIGN "Model"; FEATURES R5.1-R5.4, R9.1).
 
 Pure bookkeeping: no I/O, no clock (callers pass `now` in seconds). The router feeds it facts
-(a submitted prompt, OSC 133 marks, foreground changes, exit) and asks for the projection.
-`state_change_seq` moves by one on every real transition of `state` and never otherwise.
+(a submitted prompt, OSC 133 marks, foreground changes, exit, agent evidence) and asks for the
+projection. The shell's command state is tracked underneath; while a recognised agent owns the
+foreground, its state replaces the shell's (`agent_state`). `state_change_seq` moves by one on
+every real transition of the projected `state` and never otherwise.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ class ShellTracker:
     """Command state of one pane's shell, with the submit barrier and transition history."""
 
     def __init__(self) -> None:
-        self.state: TaskState = "idle"
+        self.shell_state: TaskState = "idle"
+        self.agent_state: TaskState | None = None
+        self.state: TaskState = "idle"  # the projection: agent_state if set, else shell_state
         self.seq = 1
         self.history: deque[tuple[int, TaskState]] = deque([(1, "idle")], maxlen=HISTORY_LEN)
         self.integrated = False  # the shell was launched with OSC 133 integration
@@ -48,13 +52,25 @@ class ShellTracker:
         self.results: dict[int, int | None] = {}
 
     # -- transitions -------------------------------------------------------------------------
-    def _set(self, state: TaskState) -> bool:
+    def _project(self) -> bool:
+        state = self.agent_state if self.agent_state is not None else self.shell_state
         if state == self.state:
             return False
         self.state = state
         self.seq += 1
         self.history.append((self.seq, state))
         return True
+
+    def _set(self, state: TaskState) -> bool:
+        self.shell_state = state
+        return self._project()
+
+    def set_agent(self, state: TaskState | None) -> bool:
+        """Agent evidence (None: no agent owns the pane any more). Confirms a pending edge."""
+        self.agent_state = state
+        if state is not None:
+            self.pending = None
+        return self._project()
 
     def input_blocked(self, now: float) -> bool:
         """True while a submitted write's running edge is still unconfirmed (submit barrier)."""
@@ -65,6 +81,9 @@ class ShellTracker:
         if self.state == "running":
             return False
         self.pending = PendingEdge(now + SUBMIT_CONFIRM_MS / 1000, self.state)
+        if self.agent_state is not None:
+            self.agent_state = "running"
+            return self._project()
         return self._set("running")
 
     def expire(self, now: float) -> bool:
@@ -73,6 +92,11 @@ class ShellTracker:
             return False
         previous = self.pending.previous
         self.pending = None
+        if self.agent_state is not None:
+            if self.agent_state != "running":
+                return False
+            self.agent_state = previous
+            return self._project()
         if self.command_running or not self.shell_in_foreground:
             return False
         return self._set(previous)
@@ -118,7 +142,7 @@ class ShellTracker:
         if not shell_in_foreground:
             self.pending = None
             return self._set("running")
-        if self.state == "running" and self.pending is None:
+        if self.shell_state == "running" and self.pending is None:
             return self._set("idle")
         return False
 
@@ -127,9 +151,10 @@ class ShellTracker:
         self.pending = None
         self.command_running = False
         self.at_prompt = False
-        if self.state == "running":
+        self.agent_state = None
+        if self.shell_state == "running":
             return self._set("completed" if exit_code == 0 else "failed")
-        return False
+        return self._project()
 
     @property
     def command_active(self) -> bool:

@@ -169,7 +169,13 @@ class Worker:
         if in_fg != self.shell_in_foreground:
             self.shell_in_foreground = in_fg
             self.send(
-                m.ForegroundChanged(**self._ids(), shell_in_foreground=in_fg, foreground_pgid=pgid)
+                m.ForegroundChanged(
+                    **self._ids(),
+                    shell_in_foreground=in_fg,
+                    foreground_pgid=pgid,
+                    agent_kind=None,
+                    program="",
+                )
             )
 
     def _on_eof(self) -> None:
