@@ -34,7 +34,7 @@ from pebrel.datadir import (
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
-from router.handlers import Handler, events, keys, layout_ops, pane_io, tab, window
+from router.handlers import Handler, agent, events, keys, layout_ops, pane_io, tab, window
 from router.handlers import exec as exec_handlers
 from router.handlers import pane as pane_handlers
 from router.handlers import runtime as runtime_handlers
@@ -57,6 +57,7 @@ METHODS: dict[str, Handler] = {
     **keys.METHODS,
     **layout_ops.METHODS,
     **events.METHODS,
+    **agent.METHODS,
 }
 #: Reached only through the legacy text lines, never as a JSON method.
 LEGACY: Mapping[str, Handler] = {"legacy.attach": window.attach}

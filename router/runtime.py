@@ -21,10 +21,10 @@ from pebrel import messages as m
 from pebrel import proctree
 from pebrel.envcontract import pane_env
 from pebrel.errors import ErrorCode, PebrelError
-from pebrel.model import SUBMIT_CONFIRM_MS
+from pebrel.model import SUBMIT_CONFIRM_MS, TaskState
 from pebrel.settings import Settings
 from pebrel.shellids import ShellChoice
-from router import layout, links
+from router import agents, layout, links
 from router.links import WorkerLink
 from router.state import Pane, RouterState, Tab, Window
 
@@ -213,9 +213,67 @@ class Runtime:
             pane.title = message.title
         elif isinstance(message, m.ForegroundChanged):
             pane.tracker.foreground(message.shell_in_foreground)
+            self.agent_foreground(pane, message.agent_kind, message.program)
+        elif isinstance(message, m.ProgramStatus):
+            state = agents.task_state(message.state)
+            if state is not None or message.state == "end":
+                self.agent_evidence(pane, state, "program", message.kind, message.session_id, None)
+        elif isinstance(message, m.ScreenMatched):
+            if agents.apply_screen(pane.agents, message.rule_id, message.state, time.monotonic()):
+                self.sync_agent_state(pane)
         elif isinstance(message, m.PaneExited):
             self._mark_exited(pane, message.exit_code, message.reason)
         self.touched(pane)
+
+    # -- agents -----------------------------------------------------------------------------------
+    def agent_foreground(self, pane: Pane, kind: str | None, program: str) -> None:
+        """Recognition edges: an AI CLI took the foreground, or gave it back."""
+        pa = pane.agents
+        registry = self.state.registry
+        if kind is not None and (pa.session is None or pa.session.kind != kind):
+            if pa.session is not None:
+                registry.session_ended(pa, pane.tracker.seq)
+            registry.session_appeared(pa, pane.window_id, pane.pane_id, kind, program)
+            now = time.monotonic()
+            pending, pa.pending = pa.pending, []
+            for ev in pending:
+                if now - ev.at <= agents.PENDING_EVIDENCE_S and ev.kind in (None, kind):
+                    self.agent_evidence(
+                        pane, ev.state, ev.source, ev.kind, ev.session_id, ev.message
+                    )
+        elif kind is None and pa.session is not None:
+            registry.session_ended(pa, pane.tracker.seq)
+        self.sync_agent_state(pane)
+
+    def agent_evidence(
+        self,
+        pane: Pane,
+        state: TaskState | None,
+        source: agents.EvidenceSource,
+        kind: str | None,
+        session_id: str | None,
+        message: str | None,
+    ) -> bool:
+        """Hook or program evidence for the pane's agent; kept briefly if it is not seen yet."""
+        pa = pane.agents
+        now = time.monotonic()
+        session = pa.session
+        if session is None:
+            pa.pending.append(agents.PendingEvidence(now, state, source, kind, session_id, message))
+            return False
+        if kind is not None and kind != session.kind:
+            return False
+        if session_id and session.session_id and session_id != session.session_id:
+            self.state.registry.new_session_id(pa, session_id)
+        applied = agents.apply_strong(pa, state, source, session_id, message, now)
+        self.sync_agent_state(pane)
+        return applied
+
+    def sync_agent_state(self, pane: Pane) -> None:
+        pane.tracker.set_agent(agents.session_state(pane.agents))
+        bound = pane.agents.bound
+        if bound is not None and pane.agents.session is not None:
+            bound.last_state = pane.tracker.state
 
     def _mark_exited(self, pane: Pane, exit_code: int | None, reason: str) -> None:
         if pane.exited:
@@ -223,6 +281,7 @@ class Runtime:
         pane.exited = True
         pane.exit_code = exit_code
         pane.exit_reason = reason
+        self.state.registry.session_ended(pane.agents, pane.tracker.seq)
         pane.tracker.exited(exit_code)
         logger.info("pane exited", extra={"window_id": pane.window_id, "pane_id": pane.pane_id})
 
@@ -309,6 +368,7 @@ class Runtime:
 
     def remove_pane(self, pane: Pane) -> tuple[bool, bool]:
         """Take a pane out of its tab (and tab/window if empty); say whether they closed."""
+        self.state.registry.pane_closed(pane.agents, pane.tracker.seq)
         win, index, tab = self.state.locate(pane)
         root = layout.remove_leaf(tab.root, pane.pane_id)
         self.state.panes.pop(pane.key, None)

@@ -6,9 +6,11 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from pebrel.agentkinds import DISPLAY_NAMES
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.taskstate import ShellTracker
 from router import layout
+from router.agents import AgentRegistry, PaneAgents
 from router.layout import Leaf, Node
 
 
@@ -31,6 +33,7 @@ class Pane:
     tracker: ShellTracker = field(default_factory=ShellTracker)
     started: bool = False
     writing: bool = False  # an input write is in flight (never interleave two inputs)
+    agents: PaneAgents = field(default_factory=PaneAgents)
 
     @property
     def key(self) -> tuple[int, int]:
@@ -68,6 +71,7 @@ class RouterState:
         self.focused_window: int | None = None
         self.next_window_id = 1
         self.revision = 0
+        self.registry = AgentRegistry()
         self._last_projection: dict[str, Any] | None = None
         self._snapshot: dict[str, Any] = {}
 
@@ -174,6 +178,24 @@ class RouterState:
             "exited": pane.exited,
             "exit_reason": pane.exit_reason,
             "remote": False,
+            **({"agent": self.pane_agent(pane)} if pane.agents.session is not None else {}),
+        }
+
+    def pane_agent(self, pane: Pane) -> dict[str, Any]:
+        session = pane.agents.session
+        assert session is not None
+        bound = pane.agents.bound
+        return {
+            "agent_id": session.agent_id,
+            "name": bound.name if bound is not None else None,
+            "kind": session.kind,
+            "display_name": DISPLAY_NAMES.get(session.kind, session.kind),
+            "session_id": session.session_id,
+            "generation": session.generation,
+            "state": pane.tracker.state,
+            "state_source": session.source,
+            "state_rule": session.rule,
+            "program": session.program,
         }
 
     def _project(self) -> dict[str, Any]:

@@ -1,0 +1,270 @@
+"""Agent sessions in panes and the named-agent registry (DESIGN "Agents"; FEATURES R9.1-R9.4).
+
+A pane's `AgentSession` exists while its foreground program is a recognised AI CLI. Each new
+session in a pane gets the pane's next `generation`. A `NamedAgent` is the stable identity
+(`agent_id`, random, never reused; an optional unique active `name`) bound to one pane; it
+follows the sessions of that pane as long as they are of its kind. Evidence, strongest first:
+hook and program (the CLI's own status sequences), then screen rules, then process identity.
+This module is pure state: the router feeds it facts and applies the resulting task states.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pebrel.errors import ErrorCode, PebrelError
+from pebrel.model import TASK_STATE_PRIORITY, TaskState
+
+EvidenceSource = Literal["hook", "program", "screen", "process"]
+Status = Literal["starting", "active", "exited", "replaced"]
+
+#: Hook events and the agent state they imply ("end": the session is over, back to the shell).
+HOOK_STATES: dict[str, TaskState | None] = {
+    "start": "idle",
+    "prompt": "running",
+    "stop": "completed",
+    "attention": "attention",
+    "waiting-input": "waiting_input",
+    "end": None,
+}
+#: A hook or program report this recent outranks a screen rule's edge (seconds).
+STRONG_EVIDENCE_WINDOW_S = 1.0
+#: Evidence that arrives just before the process is recognised is kept this long (seconds).
+PENDING_EVIDENCE_S = 5.0
+
+
+def task_state(word: str) -> TaskState | None:
+    """A reported state word as a task state (None for "end" or anything unknown)."""
+    for state in TASK_STATE_PRIORITY:
+        if word == state:
+            return state
+    return None
+
+
+def new_agent_id() -> str:
+    return "agt_" + secrets.token_hex(8)
+
+
+@dataclass(slots=True)
+class AgentSession:
+    agent_id: str
+    kind: str
+    generation: int
+    program: str
+    state: TaskState = "idle"
+    source: EvidenceSource = "process"
+    rule: str | None = None
+    session_id: str | None = None
+    strong_at: float = float("-inf")  # when hook/program evidence last arrived
+    ended: bool = False  # an `end` hook: the session is over though the process may linger
+
+
+@dataclass(slots=True)
+class NamedAgent:
+    agent_id: str
+    name: str | None
+    kind: str
+    window_id: int
+    pane_id: int
+    managed: bool
+    generation: int = 0
+    status: Status = "starting"
+    last_message: str | None = None
+    last_state: TaskState = "idle"
+    session_id: str | None = None
+    #: The pane's state_change_seq when this agent's last session ended: later observations
+    #: of the pane belong to the shell (or to another session), not to this agent.
+    ended_seq: int | None = None
+
+
+@dataclass(slots=True)
+class PendingEvidence:
+    at: float
+    state: TaskState | None
+    source: EvidenceSource
+    kind: str | None
+    session_id: str | None
+    message: str | None
+
+
+@dataclass(slots=True)
+class PaneAgents:
+    """Agent bookkeeping of one pane (lives on the router's Pane)."""
+
+    session: AgentSession | None = None
+    generation: int = 0
+    bound: NamedAgent | None = None
+    pending: list[PendingEvidence] = field(default_factory=list)
+
+
+class AgentRegistry:
+    def __init__(self) -> None:
+        self.by_id: dict[str, NamedAgent] = {}
+
+    # -- identity -------------------------------------------------------------------------------
+    def active_named(self, name: str) -> NamedAgent | None:
+        for agent in self.by_id.values():
+            if agent.name == name and agent.status in ("starting", "active"):
+                return agent
+        return None
+
+    def resolve(self, ref: str) -> NamedAgent:
+        """By agent_id, else by name (the active one, else the most recent with that name)."""
+        found = self.by_id.get(ref)
+        if found is not None:
+            return found
+        named = [a for a in self.by_id.values() if a.name == ref]
+        if not named:
+            raise PebrelError(ErrorCode.TARGET_NOT_FOUND, f"no agent {ref!r}", {"agent": ref})
+        active = [a for a in named if a.status in ("starting", "active")]
+        return (active or named)[-1]
+
+    def register(
+        self, name: str | None, kind: str, window_id: int, pane_id: int, managed: bool
+    ) -> NamedAgent:
+        agent = NamedAgent(new_agent_id(), name, kind, window_id, pane_id, managed)
+        self.by_id[agent.agent_id] = agent
+        return agent
+
+    # -- sessions -------------------------------------------------------------------------------
+    def session_appeared(
+        self, agents: PaneAgents, window_id: int, pane_id: int, kind: str, program: str
+    ) -> AgentSession:
+        """A recognised AI CLI took the pane's foreground: a new generation begins."""
+        agents.generation += 1
+        bound = agents.bound
+        if bound is None or bound.kind != kind or bound.status == "replaced":
+            if (bound is not None and bound.status in ("starting", "active")) or (
+                bound is not None and bound.status == "exited"
+            ):
+                bound.status = "replaced"
+            bound = self.register(None, kind, window_id, pane_id, managed=False)
+            agents.bound = bound
+        bound.generation = agents.generation
+        bound.status = "active"
+        bound.session_id = None
+        bound.ended_seq = None
+        session = AgentSession(bound.agent_id, kind, agents.generation, program)
+        agents.session = session
+        return session
+
+    def new_session_id(self, agents: PaneAgents, session_id: str) -> None:
+        """The same process started a new provider session (e.g. /clear): a new generation."""
+        session = agents.session
+        if session is None or agents.bound is None:
+            return
+        agents.generation += 1
+        session.generation = agents.generation
+        session.session_id = session_id
+        agents.bound.generation = agents.generation
+        agents.bound.session_id = session_id
+
+    def session_ended(self, agents: PaneAgents, seq: int) -> None:
+        if agents.bound is not None and agents.bound.status == "active":
+            agents.bound.status = "exited"
+            agents.bound.ended_seq = seq
+        agents.session = None
+
+    def pane_closed(self, agents: PaneAgents, seq: int) -> None:
+        self.session_ended(agents, seq)
+        if agents.bound is not None and agents.bound.status == "starting":
+            agents.bound.status = "exited"
+
+
+def apply_strong(
+    agents: PaneAgents,
+    state: TaskState | None,
+    source: EvidenceSource,
+    session_id: str | None,
+    message: str | None,
+    now: float,
+) -> bool:
+    """Hook or program evidence. Returns False when it does not apply to this session."""
+    session = agents.session
+    if session is None:
+        return False
+    if session_id and session.session_id and session_id != session.session_id:
+        # A new provider session in the same process: handled by the caller first.
+        return False
+    if session_id:
+        session.session_id = session_id
+        if agents.bound is not None:
+            agents.bound.session_id = session_id
+    session.strong_at = now
+    session.source = source
+    session.rule = None
+    if message is not None and agents.bound is not None:
+        agents.bound.last_message = message
+    if state is None:
+        session.ended = True
+        return True
+    session.ended = False
+    session.state = state
+    return True
+
+
+def apply_screen(agents: PaneAgents, rule_id: str | None, state: str | None, now: float) -> bool:
+    """A screen rule edge: used only when hooks and program status are silent or stale."""
+    session = agents.session
+    if session is None or session.ended:
+        return False
+    if rule_id is None or state is None:
+        if session.source == "screen":
+            # The rule stopped matching; process identity alone never claims completion.
+            session.source, session.rule, session.state = "process", None, "idle"
+            return True
+        return False
+    if now - session.strong_at < STRONG_EVIDENCE_WINDOW_S:
+        return False
+    parsed = task_state(state)
+    if parsed is None:
+        return False
+    session.source, session.rule, session.state = "screen", rule_id, parsed
+    return True
+
+
+def session_state(agents: PaneAgents) -> TaskState | None:
+    """The agent overlay for the pane's task state (None: the shell's state shows)."""
+    session = agents.session
+    if session is None or session.ended:
+        return None
+    return session.state
+
+
+def check_generation(agent: NamedAgent, agents: PaneAgents | None, generation: int | None) -> None:
+    """Refuse calls bound to a generation that is no longer the live session (R9.4)."""
+    details: dict[str, Any] = {
+        "agent_id": agent.agent_id,
+        "name": agent.name,
+        "window_id": agent.window_id,
+        "pane_id": agent.pane_id,
+        "requested_generation": generation,
+        "current_generation": agent.generation,
+    }
+    live = agents is not None and agents.session is not None and agents.bound is agent
+    if agent.status == "replaced" or (
+        agents is not None and agents.bound is not agent and agents.session is not None
+    ):
+        raise PebrelError(
+            ErrorCode.AGENT_REPLACED, "another agent session replaced this one in its pane", details
+        )
+    if generation is not None and generation > agent.generation:
+        raise PebrelError(
+            ErrorCode.AGENT_IDENTITY_MISMATCH,
+            f"agent {agent.agent_id} has no generation {generation}",
+            details,
+        )
+    if generation is not None and generation < agent.generation and live:
+        raise PebrelError(
+            ErrorCode.AGENT_REPLACED,
+            f"generation {generation} was replaced by generation {agent.generation}",
+            details,
+        )
+    if not live or agent.status != "active":
+        raise PebrelError(
+            ErrorCode.AGENT_EXITED,
+            f"agent {agent.name or agent.agent_id} is not running in its pane",
+            {**details, "status": agent.status},
+        )
