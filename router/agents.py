@@ -146,6 +146,7 @@ class AgentRegistry:
         bound.status = "active"
         bound.session_id = None
         bound.ended_seq = None
+        bound.last_message = None  # a final message belongs to the generation that wrote it
         session = AgentSession(bound.agent_id, kind, agents.generation, program)
         agents.session = session
         return session
@@ -160,6 +161,7 @@ class AgentRegistry:
         session.session_id = session_id
         agents.bound.generation = agents.generation
         agents.bound.session_id = session_id
+        agents.bound.last_message = None
 
     def session_ended(self, agents: PaneAgents, seq: int) -> None:
         if agents.bound is not None and agents.bound.status == "active":
