@@ -13,6 +13,7 @@ from pebrel import __version__
 
 # Modules that add commands to the groups above (imported for that effect).
 from cli import layout_ops_cmd, subscribe_cmd  # noqa: F401  isort: skip
+from cli import agent_cmd, ctl_agent_cmd, hook_cmd  # noqa: F401  isort: skip
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,5 +22,5 @@ def main() -> None:
     """Pebrel: a headless terminal runtime for agents and scripts."""
 
 
-for command in (runtime, env, pane, tab, window, ctl):
+for command in (runtime, env, pane, tab, window, ctl, agent_cmd.agent, hook_cmd.hook):
     main.add_command(command)

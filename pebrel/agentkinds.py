@@ -49,7 +49,8 @@ SCRIPT_NAMES: dict[str, str] = {
 _NODE = frozenset({"node", "nodejs"})
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
 _LAUNCHERS = frozenset({"npx", "bunx", "pnpx", "uvx"})
-_SCRIPT_EXTENSIONS = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".py")
+_SCRIPT_EXTENSIONS = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".py", ".sh")
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish"})
 
 # Options that take a separate value, per launcher family; "" marks inline code (no script).
 _NODE_VALUE_OPTS = frozenset(
@@ -121,6 +122,29 @@ def _positional(
             index += 1
         index += 1
     return None, index
+
+
+def _shell_script(args: Sequence[str]) -> str | None:
+    """The script file a shell runs (`sh ./claude`, a `#!/bin/sh` script); None for -c, -s, -i."""
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            return args[index + 1] if index + 1 < len(args) else None
+        if not arg.startswith(("-", "+")):
+            return arg
+        if arg == "--command" or arg.startswith("--command="):
+            return None  # fish's inline code
+        if arg in ("--rcfile", "--init-file", "--init-command", "-C"):
+            index += 1
+        elif arg.startswith("--"):
+            pass
+        elif arg[0] == "-" and any(letter in arg for letter in "cs"):
+            return None  # inline code or commands from stdin
+        elif arg[-1] in "oO":  # -o option / -O shopt take a value
+            index += 1
+        index += 1
+    return None
 
 
 def _python_target(args: Sequence[str]) -> str | None:
@@ -206,6 +230,8 @@ def _launched(argv: Sequence[str]) -> str | None:
             target, _ = _positional(args[at + 1 :], _DENO_VALUE_OPTS)
         elif target == "eval":
             target = None
+    elif exe in _SHELLS:
+        target = _shell_script(args)
     elif _PYTHON.fullmatch(exe):
         target = _python_target(args)
     elif exe in _LAUNCHERS:

@@ -1,13 +1,15 @@
-"""`settings.toml` in the data dir: default shell, scrollback, shell profiles."""
+"""`settings.toml` in the data dir: default shell, scrollback, shell profiles, screen rules."""
 
 from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pebrel.datadir import SETTINGS_FILE
 from pebrel.model import DEFAULT_SCROLLBACK_LINES
+from pebrel.screenrules import load_rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +25,8 @@ class Settings:
     default_shell: str | None = None
     scrollback_lines: int = DEFAULT_SCROLLBACK_LINES
     profiles: dict[str, Profile] = field(default_factory=dict)
+    #: Extra `[[screen_rules]]` tables, validated; matched before the shipped rules.
+    screen_rules: list[dict[str, Any]] = field(default_factory=list)
 
 
 class SettingsError(ValueError):
@@ -63,4 +67,14 @@ def load_settings(directory: Path) -> Settings:
         if cwd is not None and not isinstance(cwd, str):
             raise SettingsError(f"profiles.{pid}.cwd must be a string")
         profiles[pid] = Profile(id=pid, argv=list(argv), env=dict(env), cwd=cwd)
-    return Settings(default_shell=default_shell, scrollback_lines=scrollback, profiles=profiles)
+    screen_rules = raw.get("screen_rules", [])
+    try:
+        load_rules(screen_rules)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from exc
+    return Settings(
+        default_shell=default_shell,
+        scrollback_lines=scrollback,
+        profiles=profiles,
+        screen_rules=[dict(rule) for rule in screen_rules],
+    )

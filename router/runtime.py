@@ -138,6 +138,7 @@ class Runtime:
             "cols": cols,
             "rows": rows,
             "scrollback_lines": self.settings.scrollback_lines,
+            "screen_rules": self.settings.screen_rules,
             "log_path": str(self.data_dir / "runtime.log"),
         }
         loop = asyncio.get_running_loop()

@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.parse
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
@@ -25,10 +25,14 @@ import zmq.asyncio
 from pebrel import messages as m
 from pebrel import proctree
 from pebrel.keys import encode_key
+from pebrel.screenrules import Rule, load_rules
 from workers.exec import ExecService, resolve_cwd
+from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
+from workers.program_status import ProgramStatusParser
 from workers.pty import PosixPty
 from workers.screen import PaneScreen
+from workers.screenwatch import ScreenRuleWatch
 from workers.shells import launch_spec
 
 logger = logging.getLogger(__name__)
@@ -55,6 +59,8 @@ class WorkerConfig:
     rows: int
     scrollback_lines: int
     log_path: str
+    #: `[[screen_rules]]` from settings, matched before the shipped rules.
+    screen_rules: list[dict[str, Any]] = field(default_factory=list)
 
     @staticmethod
     def from_env() -> WorkerConfig:
@@ -89,6 +95,11 @@ class Worker:
         self.pty = PosixPty(argv, env, config.cwd, config.cols, config.rows)
         # Execs get the pane's launch environment, without the shell integration's additions.
         self.execs = ExecService(self.pty.pid, dict(config.env), self.send)
+        self.foreground = ForegroundTracker(self.pty.pid)
+        self.program_status = ProgramStatusParser()
+        self.screen_rules = ScreenRuleWatch(
+            _screen_rules(config), self.screen.visible_text, self._send_screen_match
+        )
         self.writes: deque[PendingWrite] = deque()
         self.cwd: str | None = None
         self.title = ""
@@ -130,6 +141,7 @@ class Worker:
             else:
                 for start in range(0, len(part), FEED_SLICE):
                     self.screen.feed(part[start : start + FEED_SLICE])
+                self.screen_rules.screen_changed()
         title = self.screen.title
         if title != self.title:
             self.title = title
@@ -158,6 +170,18 @@ class Worker:
                 if cwd != self.cwd:
                     self.cwd = cwd
                     self.send(m.CwdReported(**self._ids(), cwd=cwd))
+        else:
+            report = self.program_status.feed(event.code, event.payload)
+            if report is not None:
+                self.send(
+                    m.ProgramStatus(
+                        **self._ids(),
+                        state=report.state,
+                        session_id=report.session_id,
+                        kind=report.kind,
+                        origin=report.origin,
+                    )
+                )
 
     def _check_foreground(self) -> None:
         if self.exited:
@@ -165,18 +189,23 @@ class Worker:
         pgid = self.pty.foreground_pgid()
         if pgid is None:
             return
-        in_fg = pgid == self.pty.pid
-        if in_fg != self.shell_in_foreground:
-            self.shell_in_foreground = in_fg
-            self.send(
-                m.ForegroundChanged(
-                    **self._ids(),
-                    shell_in_foreground=in_fg,
-                    foreground_pgid=pgid,
-                    agent_kind=None,
-                    program="",
-                )
+        fg = self.foreground.update(pgid, time.monotonic())
+        if fg is None:
+            return
+        self.shell_in_foreground = fg.shell_in_foreground
+        self.send(
+            m.ForegroundChanged(
+                **self._ids(),
+                shell_in_foreground=fg.shell_in_foreground,
+                foreground_pgid=fg.pgid,
+                agent_kind=fg.agent_kind,
+                program=fg.program,
             )
+        )
+        self.screen_rules.set_kind(fg.agent_kind)
+
+    def _send_screen_match(self, rule_id: str | None, state: str | None) -> None:
+        self.send(m.ScreenMatched(**self._ids(), rule_id=rule_id, state=state))
 
     def _on_eof(self) -> None:
         loop = asyncio.get_running_loop()
@@ -294,6 +323,7 @@ class Worker:
             )
         elif isinstance(message, m.ResizePty):
             self.screen.resize(message.cols, message.rows)
+            self.screen_rules.screen_changed()
             if not self.exited:
                 with contextlib.suppress(OSError):
                     self.pty.resize(message.cols, message.rows)
@@ -358,6 +388,7 @@ class Worker:
         recv = loop.create_task(self._receive(stop))
         await stop.wait()
         poll.cancel()
+        self.screen_rules.close()
         recv.cancel()
         if not self.exited:
             self.close_tree()
@@ -389,6 +420,14 @@ class Worker:
         while True:
             await asyncio.sleep(FOREGROUND_POLL_S)
             self._check_foreground()
+
+
+def _screen_rules(config: WorkerConfig) -> list[Rule]:
+    try:
+        return load_rules(config.screen_rules)
+    except ValueError:
+        logger.exception("invalid screen rules from settings; using the shipped rules only")
+        return load_rules([])
 
 
 def main() -> None:

@@ -303,6 +303,10 @@ class PaneScreen:
     def alt_screen(self) -> bool:
         return self._screen.main_saved is not None
 
+    def visible_text(self) -> str:
+        """The visible rows (no scrollback) joined by "\\n", without trailing blank rows."""
+        return "\n".join(text for text, _ in self._visible_rows())
+
     def read(self, lines: int, max_bytes: int = 1 << 20) -> ReadResult:
         """Return the last ``lines`` logical lines of scrollback plus screen, oldest first.
 

@@ -1,0 +1,153 @@
+"""A stand-in AI CLI for tests (no real agent can log in here); see README.md beside it.
+
+Run through the entry files `claude`, `codex`, `opencode`, `agent` (cursor), `pi`, `omp`, `kimi`.
+It draws a banner and a "> " prompt, reads a line (bracketed paste aware), "works" and answers,
+and reports its state per FAKE_AGENT_MODE: hooks (default), program, osc26 or none.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+PROGRAM_STATE = {
+    "start": "idle",
+    "prompt": "running",
+    "stop": "completed",
+    "attention": "attention",
+}
+OSC26_STATUS = {
+    "start": "idle",
+    "prompt": "running",
+    "stop": "finished",
+    "attention": "awaiting-approval",
+}
+
+
+class Fake:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.mode = os.environ.get("FAKE_AGENT_MODE", "hooks")
+        self.session = os.environ.get("FAKE_AGENT_SESSION") or f"fake-{secrets.token_hex(6)}"
+        self.work_s = int(os.environ.get("FAKE_AGENT_WORK_MS", "300")) / 1000
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.pending = ""
+
+    def out(self, text: str) -> None:
+        sys.stdout.write(text.replace("\n", "\r\n"))
+        sys.stdout.flush()
+
+    def report(self, event: str, message: str | None = None) -> None:
+        if self.mode == "hooks" and os.environ.get("PEBREL_CLI"):
+            payload = {"session_id": self.session, "hook_event_name": event}
+            if message is not None:
+                payload["last_assistant_message"] = message
+            argv = [os.environ["PEBREL_CLI"], "hook", event, "--kind", self.kind]
+            subprocess.run(
+                [*argv, "--session-id", self.session],
+                input=json.dumps(payload).encode(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
+        elif self.mode == "program" and event in PROGRAM_STATE:
+            for name, value in (
+                ("pebrel_agent_session", self.session),
+                ("pebrel_agent_state", PROGRAM_STATE[event]),
+            ):
+                encoded = base64.b64encode(value.encode()).decode()
+                self.out(f"\x1b]1337;SetUserVar={name}={encoded}\x07")
+        elif self.mode == "osc26" and event in OSC26_STATUS:
+            status = OSC26_STATUS[event]
+            self.out(f"\x1b]26;CodeAgent={self.kind};SessionId={self.session};Status={status}\x07")
+
+    def read_line(self) -> str | None:
+        """One submitted line; pasted newlines stay in it. None at end of input."""
+        self.out("\x1b[?2004h")
+        line, pasting = "", False
+        while True:
+            if not self.pending:
+                data = os.read(0, 4096)
+                if not data:
+                    return None
+                self.pending = self.decoder.decode(data)
+            if self.pending.startswith(PASTE_START):
+                pasting, self.pending = True, self.pending[len(PASTE_START) :]
+                continue
+            if self.pending.startswith(PASTE_END):
+                pasting, self.pending = False, self.pending[len(PASTE_END) :]
+                continue
+            char, self.pending = self.pending[0], self.pending[1:]
+            if char in "\r\n" and not pasting:
+                self.out("\x1b[?2004l\n")
+                return line
+            if char in "\x7f\b":
+                if line:
+                    line = line[:-1]
+                    self.out("\b \b")
+            elif char == "\x1b":
+                continue
+            elif char.isprintable() or char in "\r\n\t":
+                char = "\n" if char == "\r" else char
+                line += char
+                self.out(char)
+
+    def work(self, text: str) -> None:
+        self.report("prompt")
+        self.out("* Thinking... (esc to interrupt)")
+        time.sleep(self.work_s)
+        self.out("\r\x1b[2K")
+        self.out(f"answer: {text[::-1]}\n")
+        self.report("stop", f"final: {text}")
+
+    def run(self) -> int:
+        self.out(f"Fake {self.kind} (a Pebrel test stand-in), session {self.session}\n\n")
+        self.report("start")
+        while True:
+            self.out("> ")
+            line = self.read_line()
+            if line is None or line.strip() == "/exit":
+                self.report("end")
+                self.out("bye\n")
+                return 0
+            if not line.strip():
+                continue
+            if "approve" in line:
+                self.out("Do you want to proceed? (y/n) ")
+                self.report("attention")
+                answer = self.read_line()
+                self.out("\x1b[1A\r\x1b[2K")
+                if answer is None:
+                    return 0
+                if answer.strip().lower() != "y":
+                    self.out("cancelled\n")
+                    self.report("stop", "cancelled")
+                    continue
+            self.work(line)
+
+
+def main(name: str) -> None:
+    kind = "cursor" if name == "agent" else name
+    attrs = None
+    if os.isatty(0):
+        import termios
+
+        attrs = termios.tcgetattr(0)
+        raw = termios.tcgetattr(0)
+        raw[3] &= ~(termios.ECHO | termios.ICANON)
+        termios.tcsetattr(0, termios.TCSANOW, raw)
+    try:
+        code = Fake(kind).run()
+    finally:
+        if attrs is not None:
+            termios.tcsetattr(0, termios.TCSANOW, attrs)
+        sys.stdout.write("\x1b[?2004l")
+        sys.stdout.flush()
+    sys.exit(code)
