@@ -7,6 +7,7 @@ never delivered to the session that took its place.
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import time
 from collections.abc import Mapping
@@ -38,6 +39,8 @@ READY_TIMEOUT_MS = 60_000
 #: treat text and Enter in one read as a paste (TRAPS "Shells").
 ECHO_TIMEOUT_S = 1.0
 ECHO_POLL_S = 0.02
+#: How long agent.paste waits for the agent's input to turn bracketed paste back on.
+PASTE_MODE_GRACE_S = 1.0
 #: Start commands, verified against each provider's CLI documentation.
 START_ARGV: dict[str, list[str]] = {
     "claude": ["claude"],
@@ -265,9 +268,23 @@ async def prompt(rt: Runtime, params: Params) -> Result:
 
 async def paste(rt: Runtime, params: Params) -> Result:
     agent, pane = bound(rt, params)
-    sent = await key_handlers.paste(
-        rt, {**pane_ids(pane), "text": params["text"], "submit": params.get("submit", True)}
-    )
+    request = {**pane_ids(pane), "text": params["text"], "submit": params.get("submit", True)}
+    deadline = time.monotonic() + PASTE_MODE_GRACE_S
+    while True:
+        try:
+            sent = await key_handlers.paste(rt, request)
+            break
+        except PebrelError as exc:
+            # A TUI re-enables bracketed paste when it redraws its input after a turn; that
+            # can come a moment after the stop hook that ended the wait.
+            refused = (
+                exc.code == ErrorCode.INVALID_STATE and exc.details.get("bracketed_paste") is False
+            )
+            if not refused or time.monotonic() >= deadline:
+                exc.details.update(identity(agent))
+                raise
+        await asyncio.sleep(ECHO_POLL_S)
+        agents.check_generation(agent, pane.agents, agent.generation)
     return {
         **identity(agent),
         "submitted": sent["submitted"],

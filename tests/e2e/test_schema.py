@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from jsonschema import Draft202012Validator
 
 from pebrel import PROTOCOL
 from pebrel.schema import SCHEMA_FILE
+from tests.agent_fixtures import fake_agents_env
 from tests.conftest import Runtime, at_prompt, wait_for
 
 pytestmark = pytest.mark.timeout(90)
@@ -101,6 +103,12 @@ def test_every_method_error_list_names_known_codes() -> None:
 # ---- real answers --------------------------------------------------------------------------
 
 
+@pytest.fixture
+def runtime_env(tmp_path: Path) -> dict[str, str]:
+    """The runtime of these tests has the fake AI CLIs (tests/fakes) first on PATH."""
+    return fake_agents_env(tmp_path)
+
+
 def test_real_results_match_the_schema(runtime: Runtime) -> None:
     """R1.6: a real answer of every method validates against methods.<name>.result, and every
     envelope against $defs.response."""
@@ -168,6 +176,26 @@ def test_real_results_match_the_schema(runtime: Runtime) -> None:
     call("tab.move", {"window_id": 1, "tab_index": 0, "to_index": 1})
     call("tab.move", {"window_id": 1, "tab_index": 1, "to_index": 0})
     call("events.subscribe", {"since_revision": 0})
+    started = call("agent.start", {"name": "schema", "kind": "claude"})
+    ref = {"agent": "schema", "generation": started["generation"]}
+    call("agents.list")
+    call("agent.get", ref)
+    sent = call("agent.prompt", {**ref, "text": "check the schema"})
+    call(
+        "agent.wait",
+        {**ref, "state": "settled", "after_seq": sent["state_change_seq"], "timeout_ms": 20000},
+    )
+    call("agent.read", {**ref, "lines": 10})
+    call("agent.paste", {**ref, "text": "typed, not sent", "submit": False})
+    call(
+        "agent.hook",
+        {
+            "window_id": started["window_id"],
+            "pane_id": started["pane_id"],
+            "event": "start",
+            "kind": "claude",
+        },
+    )
     call("runtime.snapshot")  # now with two windows, two tabs and a split layout
     call("pane.close", {"window_id": 1, "pane_id": split["pane_id"]})
     call("tab.close", {"window_id": 1, "tab_index": tab["tab_index"]})
