@@ -206,6 +206,34 @@ def read(agent: str, generation: int | None, lines: int | None, pretty: bool) ->
     call("agent.read", prune(agent=agent, generation=generation, lines=lines), pretty)
 
 
+@agent.command("delegate")
+@agent_arg
+@click.argument("text")
+@generation_option
+@pretty_option
+def delegate(agent: str, text: str, generation: int | None, pretty: bool) -> None:
+    """Give AGENT a task; its final message comes back to the calling agent by itself.
+
+    Run it inside an agent's pane: the origin is PEBREL_WINDOW_ID / PEBREL_PANE_ID. Returns as
+    soon as the task is registered and submitted.
+    """
+    window = os.environ.get("PEBREL_WINDOW_ID") or os.environ.get("NEBULA_WINDOW_ID")
+    pane = os.environ.get("PEBREL_PANE_ID") or os.environ.get("NEBULA_PANE_ID")
+    if not (window and window.isdigit() and pane and pane.isdigit()):
+        raise click.UsageError(
+            "agent delegate must run inside an agent's Pebrel pane "
+            "(PEBREL_WINDOW_ID and PEBREL_PANE_ID are not set)"
+        )
+    params = prune(
+        agent=agent,
+        generation=generation,
+        text=text,
+        origin_window_id=int(window),
+        origin_pane_id=int(pane),
+    )
+    call("agent.delegate", params, pretty)
+
+
 @agent.command("get")
 @agent_arg
 @generation_option

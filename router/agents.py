@@ -77,6 +77,10 @@ class NamedAgent:
     #: The pane's state_change_seq when this agent's last session ended: later observations
     #: of the pane belong to the shell (or to another session), not to this agent.
     ended_seq: int | None = None
+    #: Delegations this agent took part in, newest last (bounded; see router.delegation).
+    delegations: list[dict[str, Any]] = field(default_factory=list)
+    #: agent.fork provenance (repo_root, source_root, path, branch, base_commit, created).
+    worktree: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

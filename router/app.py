@@ -34,7 +34,19 @@ from pebrel.datadir import (
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
-from router.handlers import Handler, agent, events, keys, layout_ops, pane_io, tab, window
+from router.delegation import Delegations
+from router.handlers import (
+    Handler,
+    agent,
+    delegate,
+    events,
+    fork,
+    keys,
+    layout_ops,
+    pane_io,
+    tab,
+    window,
+)
 from router.handlers import exec as exec_handlers
 from router.handlers import pane as pane_handlers
 from router.handlers import runtime as runtime_handlers
@@ -58,6 +70,8 @@ METHODS: dict[str, Handler] = {
     **layout_ops.METHODS,
     **events.METHODS,
     **agent.METHODS,
+    **delegate.METHODS,
+    **fork.METHODS,
 }
 #: Reached only through the legacy text lines, never as a JSON method.
 LEGACY: Mapping[str, Handler] = {"legacy.attach": window.attach}
@@ -90,6 +104,7 @@ class RouterApp:
             os.getcwd(),
         )
         self.rt.on_revision = self.publish
+        self.rt.delegations = Delegations(self.rt)
 
     # -- sockets ---------------------------------------------------------------------------------
     def send(self, identity: bytes, message: m.Message) -> bool:

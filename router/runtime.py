@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pebrel import messages as m
 from pebrel import proctree
@@ -27,6 +27,9 @@ from pebrel.shellids import ShellChoice
 from router import agents, layout, links
 from router.links import WorkerLink
 from router.state import Pane, RouterState, Tab, Window
+
+if TYPE_CHECKING:
+    from router.delegation import Delegations
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +59,9 @@ class Runtime:
         self.starting: dict[tuple[int, int], Pane] = {}
         self._changed: dict[tuple[int, int], list[asyncio.Future[None]]] = {}
         self.on_revision: Callable[[], None] = lambda: None
+        #: Called when hook or program evidence says a pane's agent finished its turn.
+        self.turn_listeners: list[Callable[[Pane], None]] = []
+        self.delegations: Delegations | None = None  # set by router.app
         self.closing = False
         #: Children the router started itself (workers, frontend): never orphans. Guarded by a
         #: lock because spawning and orphan reaping run in executor threads.
@@ -268,6 +274,9 @@ class Runtime:
             self.state.registry.new_session_id(pa, session_id)
         applied = agents.apply_strong(pa, state, source, session_id, message, now)
         self.sync_agent_state(pane)
+        if applied and state == "completed":
+            for listener in self.turn_listeners:
+                listener(pane)
         return applied
 
     def sync_agent_state(self, pane: Pane) -> None:

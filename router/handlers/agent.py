@@ -79,6 +79,8 @@ def record(rt: Runtime, agent: NamedAgent) -> Result:
         "session_id": agent.session_id,
         "last_message": agent.last_message,
         "managed": agent.managed,
+        "delegations": list(agent.delegations),
+        **({"worktree": agent.worktree} if agent.worktree is not None else {}),
     }
 
 

@@ -1,0 +1,225 @@
+"""agent.delegate: hand a task to another agent and return its final message automatically (R9.6).
+
+A delegation binds the target to its exact `agent_id + generation` and the origin to its exact
+identity (a managed agent's generation, or an unmanaged agent's provider session id). When the
+target's turn ends (its `stop` hook, or program status `completed`), its final message is
+cleaned, cut to 4000 characters and delivered to the origin through the paste path with Enter,
+wrapped as an untrusted `<worker_output>` block. An origin that is `running` gets it when it
+settles; `attention` and `waiting_input` are never typed over; a closed origin pane or a changed
+origin session drops it (recorded on both agents). A second completion never delivers twice.
+Delegations live in the router's memory: a runtime restart drops pending ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pebrel.errors import ErrorCode, PebrelError
+from router.agents import NamedAgent
+from router.runtime import Runtime
+from router.state import Pane
+
+logger = logging.getLogger(__name__)
+
+MAX_RESULT_CHARS = 4000
+HISTORY_PER_AGENT = 20
+#: How long a finished delegation waits for its origin to settle before it is dropped.
+DELIVERY_PATIENCE_S = 3600.0
+RETRY_S = 0.25
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+
+
+def clean_result(message: str | None) -> str:
+    """C0/C1 controls and ESC stripped (newline and tab kept), cut to 4000 characters."""
+    text = _CONTROL.sub("", (message or "").replace("\r\n", "\n").replace("\r", "\n"))
+    if len(text) > MAX_RESULT_CHARS:
+        cut = len(text) - MAX_RESULT_CHARS
+        text = text[:MAX_RESULT_CHARS] + f"\n[... {cut} more characters cut by Pebrel]"
+    return text
+
+
+def wrap_result(target: NamedAgent, generation: int, text: str) -> str:
+    body = text.replace("</worker_output", "<\\/worker_output")
+    label = target.name or target.agent_id
+    return (
+        f'<worker_output agent="{label}" agent_id="{target.agent_id}" '
+        f'generation="{generation}" untrusted="true">\n{body}\n</worker_output>'
+    )
+
+
+@dataclass(slots=True)
+class Origin:
+    window_id: int
+    pane_id: int
+    agent_id: str
+    generation: int
+    session_id: str | None
+    managed: bool
+
+
+@dataclass(slots=True)
+class Delegation:
+    delegation_id: str
+    target: NamedAgent
+    generation: int
+    origin: Origin
+    status: str = "pending"  # pending -> delivering -> delivered | dropped
+    reason: str | None = None
+    created_at: float = field(default_factory=time.time)
+
+    def summary(self, role: str) -> dict[str, Any]:
+        return {
+            "delegation_id": self.delegation_id,
+            "role": role,
+            "status": self.status,
+            "reason": self.reason,
+            "target": {"agent_id": self.target.agent_id, "generation": self.generation},
+            "origin": {
+                "agent_id": self.origin.agent_id,
+                "generation": self.origin.generation,
+                "window_id": self.origin.window_id,
+                "pane_id": self.origin.pane_id,
+            },
+        }
+
+
+class Delegations:
+    """The router's pending delegations, keyed by the target's exact generation."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.pending: dict[tuple[str, int], Delegation] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+        rt.turn_listeners.append(self.turn_finished)
+
+    # -- registration ------------------------------------------------------------------------
+    def origin_of(self, pane: Pane) -> Origin:
+        session = pane.agents.session
+        bound = pane.agents.bound
+        where = {"window_id": pane.window_id, "pane_id": pane.pane_id}
+        if session is None or bound is None or session.ended:
+            raise PebrelError(
+                ErrorCode.ORIGIN_NOT_AGENT, "the origin pane does not run a recognised agent", where
+            )
+        if not bound.managed and not session.session_id:
+            raise PebrelError(
+                ErrorCode.ORIGIN_IDENTITY_UNAVAILABLE,
+                "the origin agent has no session id yet (no hook reported one), so the answer "
+                "could not be bound to it",
+                {**where, "agent_id": bound.agent_id},
+            )
+        return Origin(
+            pane.window_id,
+            pane.pane_id,
+            bound.agent_id,
+            session.generation,
+            session.session_id,
+            bound.managed,
+        )
+
+    def check_free(self, target: NamedAgent, generation: int) -> None:
+        if (target.agent_id, generation) in self.pending:
+            raise PebrelError(
+                ErrorCode.DELEGATION_IN_PROGRESS,
+                f"agent {target.name or target.agent_id} generation {generation} already has a "
+                "delegation waiting for its stop hook",
+                {"agent_id": target.agent_id, "generation": generation},
+            )
+
+    def register(self, target: NamedAgent, generation: int, origin: Origin) -> Delegation:
+        self.check_free(target, generation)
+        delegation = Delegation("dlg_" + secrets.token_hex(6), target, generation, origin)
+        self.pending[(target.agent_id, generation)] = delegation
+        self.record(delegation)
+        return delegation
+
+    def cancel(self, delegation: Delegation, reason: str) -> None:
+        self.pending.pop((delegation.target.agent_id, delegation.generation), None)
+        delegation.status, delegation.reason = "dropped", reason
+        self.record(delegation)
+
+    def record(self, delegation: Delegation) -> None:
+        origin_agent = self.rt.state.registry.by_id.get(delegation.origin.agent_id)
+        for agent, role in ((delegation.target, "target"), (origin_agent, "origin")):
+            if agent is None:
+                continue
+            entries = [
+                e for e in agent.delegations if e["delegation_id"] != delegation.delegation_id
+            ]
+            entries.append(delegation.summary(role))
+            agent.delegations[:] = entries[-HISTORY_PER_AGENT:]
+
+    # -- completion and delivery -------------------------------------------------------------
+    def turn_finished(self, pane: Pane) -> None:
+        bound, session = pane.agents.bound, pane.agents.session
+        if bound is None or session is None:
+            return
+        delegation = self.pending.pop((bound.agent_id, session.generation), None)
+        if delegation is None:
+            return  # nothing pending, or a duplicate completion: never delivered twice
+        delegation.status = "delivering"
+        self.record(delegation)
+        text = wrap_result(bound, delegation.generation, clean_result(bound.last_message))
+        task = asyncio.get_running_loop().create_task(self.deliver(delegation, text))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def origin_pane(self, delegation: Delegation) -> Pane | None:
+        """The origin's pane if it still runs the very identity that delegated, else None."""
+        origin = delegation.origin
+        pane = self.rt.state.panes.get((origin.window_id, origin.pane_id))
+        if pane is None or pane.exited:
+            return None
+        session, bound = pane.agents.session, pane.agents.bound
+        if session is None or bound is None or bound.agent_id != origin.agent_id:
+            return None
+        if origin.managed and session.generation != origin.generation:
+            return None
+        if not origin.managed and session.session_id != origin.session_id:
+            return None
+        return pane
+
+    async def deliver(self, delegation: Delegation, text: str) -> None:
+        from router.handlers import agent as agent_handlers
+
+        deadline = time.monotonic() + DELIVERY_PATIENCE_S
+        while True:
+            pane = self.origin_pane(delegation)
+            if pane is None:
+                self.cancel(delegation, "the origin pane closed or its agent session changed")
+                return
+            if pane.tracker.state in ("idle", "completed", "failed"):
+                try:
+                    await agent_handlers.paste(
+                        self.rt,
+                        {
+                            "agent": delegation.origin.agent_id,
+                            "generation": pane.agents.session.generation
+                            if pane.agents.session
+                            else delegation.origin.generation,
+                            "text": text,
+                            "submit": True,
+                        },
+                    )
+                except PebrelError as exc:
+                    if exc.code in (ErrorCode.AGENT_EXITED, ErrorCode.AGENT_REPLACED):
+                        self.cancel(delegation, f"the origin agent is gone ({exc.code})")
+                        return
+                    logger.info("delegation delivery retried", extra={"code": str(exc.code)})
+                else:
+                    delegation.status = "delivered"
+                    self.record(delegation)
+                    self.rt.commit()
+                    return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.cancel(delegation, "the origin never settled to take the answer")
+                return
+            # running: wait until it settles; attention/waiting_input: never typed over.
+            await self.rt.next_change(pane, min(remaining, RETRY_S))
