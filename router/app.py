@@ -40,7 +40,6 @@ from router.handlers import (
     agent,
     delegate,
     events,
-    fork,
     keys,
     layout_ops,
     pane_io,
@@ -71,7 +70,6 @@ METHODS: dict[str, Handler] = {
     **events.METHODS,
     **agent.METHODS,
     **delegate.METHODS,
-    **fork.METHODS,
 }
 #: Reached only through the legacy text lines, never as a JSON method.
 LEGACY: Mapping[str, Handler] = {"legacy.attach": window.attach}
