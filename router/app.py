@@ -40,8 +40,10 @@ from router.handlers import (
     agent,
     delegate,
     events,
+    fork,
     keys,
     layout_ops,
+    orchestrate,
     pane_io,
     tab,
     window,
@@ -70,6 +72,8 @@ METHODS: dict[str, Handler] = {
     **events.METHODS,
     **agent.METHODS,
     **delegate.METHODS,
+    **fork.METHODS,
+    **orchestrate.METHODS,
 }
 #: Reached only through the legacy text lines, never as a JSON method.
 LEGACY: Mapping[str, Handler] = {"legacy.attach": window.attach}

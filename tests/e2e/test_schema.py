@@ -7,6 +7,7 @@ R2.3 says params objects are closed; R2.4 fixes what `runtime.describe` announce
 from __future__ import annotations
 
 import json
+import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,20 @@ def runtime_env(tmp_path: Path) -> dict[str, str]:
     return fake_agents_env(tmp_path)
 
 
-def test_real_results_match_the_schema(runtime: Runtime) -> None:
+def git_repo(path: Path) -> Path:
+    """A committed git repository at `path` (for agent.fork)."""
+    path.mkdir()
+    for argv in (
+        ["git", "init", "-q", "-b", "main"],
+        ["git", "config", "user.email", "schema@example.invalid"],
+        ["git", "config", "user.name", "Schema Test"],
+        ["git", "commit", "-q", "--allow-empty", "-m", "initial"],
+    ):
+        subprocess.run(argv, cwd=path, check=True, capture_output=True)
+    return path
+
+
+def test_real_results_match_the_schema(runtime: Runtime, tmp_path: Path) -> None:
     """R1.6: a real answer of every method validates against methods.<name>.result, and every
     envelope against $defs.response."""
     calls: list[tuple[str, dict[str, Any]]] = []
@@ -187,6 +201,28 @@ def test_real_results_match_the_schema(runtime: Runtime) -> None:
     )
     call("agent.read", {**ref, "lines": 10})
     call("agent.paste", {**ref, "text": "typed, not sent", "submit": False})
+    helper = call("agent.start", {"name": "schema-helper", "kind": "codex"})
+    call(
+        "agent.delegate",
+        {
+            "agent": "schema-helper",
+            "text": "a side task",
+            "origin_window_id": started["window_id"],
+            "origin_pane_id": started["pane_id"],
+        },
+    )
+    assert helper["kind"] == "codex"
+    repo = git_repo(tmp_path / "repo")
+    call("agent.fork", {"source_cwd": str(repo), "name": "schema-fork", "kind": "claude"})
+    call(
+        "runtime.orchestrate",
+        {
+            "steps": [
+                {"id": "side", "op": "split", "direction": "down"},
+                {"id": "name", "op": "rename_tab", "name": "orchestrated"},
+            ]
+        },
+    )
     call(
         "agent.hook",
         {
