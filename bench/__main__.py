@@ -1,0 +1,85 @@
+"""`python -m bench [--quick] [--reps N] [--out bench/RESULTS.md] [--only PHASE,...]`."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from bench import report
+from bench.harness import Bench
+from bench.measure import PHASES, Config, Run, log
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    keys = [key for key, _, _ in PHASES]
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description="Pebrel side by side with tmux and the floor."
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer reps, smaller files")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions (default 7; quick 3)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "RESULTS.md",
+        help="where to write the results (default bench/RESULTS.md)",
+    )
+    parser.add_argument(
+        "--only", default="", help=f"comma-separated phases to run, of: {','.join(keys)}"
+    )
+    args = parser.parse_args(argv)
+    chosen = [k for k in args.only.split(",") if k] or keys
+    unknown = set(chosen) - set(keys)
+    if unknown:
+        parser.error(f"unknown phase(s): {', '.join(sorted(unknown))}")
+    if args.reps is not None and args.reps < 1:
+        parser.error("--reps must be at least 1")
+    config = Config.make(args.quick, args.reps)
+    signal.signal(signal.SIGTERM, _terminate)
+
+    from pebrel import __version__ as pebrel_version
+
+    mode = f"{'quick' if config.quick else 'full'} run, {config.reps} repetitions"
+    bench = Bench()
+    run = Run(bench, config)
+    notes: list[str] = []
+    machine = report.machine_line("tmux (not started)", pebrel_version, mode)
+    started = time.monotonic()
+    try:
+        bench.start()
+        machine = report.machine_line(bench.tmux.version, pebrel_version, mode)
+        log(machine)
+        for key, title, phase in PHASES:
+            if key not in chosen:
+                continue
+            log(f"{title} ...")
+            phase_start = time.monotonic()
+            try:
+                phase(run)
+            except Exception as exc:  # a phase bug must not lose the other rows
+                notes.append(f"phase {title} aborted: {type(exc).__name__}: {exc}")
+                log(f"  phase aborted: {exc!r}")
+            log(f"  {title}: {time.monotonic() - phase_start:.1f} s")
+    except Exception as exc:
+        notes.append(f"run aborted: {type(exc).__name__}: {exc}")
+        log(f"run aborted: {exc!r}")
+    finally:
+        problems = bench.close()
+        notes.extend(f"cleanup: {p}" for p in problems)
+    notes.append(f"wall time of the run: {time.monotonic() - started:.0f} s")
+    rows = list(run.rows.values())
+    print(report.console(rows))
+    args.out.write_text(report.markdown(rows, machine, notes), encoding="utf-8")
+    log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
