@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import json
 import logging
@@ -35,6 +34,7 @@ from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
 from router.delegation import Delegations
+from router.forkserver import ForkServer
 from router.handlers import (
     Handler,
     agent,
@@ -229,6 +229,11 @@ class RouterApp:
             loop.add_signal_handler(sig, self.stopping.set)
         receiver = loop.create_task(self.receive())
         self.frontend_port = loop.create_future()
+        forkserver = ForkServer(str(self.data_dir / LOG_FILE), self.rt.worker_exited)
+        forkserver.start()
+        self.rt.forkserver = forkserver
+        assert forkserver.pid is not None
+        self.rt.adopt(forkserver.pid)
         self.frontend = self.start_frontend()
         self.rt.adopt(self.frontend.pid)
         try:
@@ -261,8 +266,7 @@ class RouterApp:
         remove_port_file(self.data_dir, rt.state.runtime_id)
         await rt.close_panes(list(rt.state.panes.values()))
         for link in list(rt.links.values()):
-            with contextlib.suppress(OSError):
-                link.proc.kill()
+            link.proc.kill()
         if self.frontend is not None:
             self.send(FRONTEND_ID, m.StopFrontend())
             try:
@@ -270,12 +274,13 @@ class RouterApp:
             except subprocess.TimeoutExpired:
                 self.frontend.kill()
                 self.frontend.wait()
-        for link in list(rt.links.values()):
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                link.proc.wait(1)
+        if rt.forkserver is not None:
+            # Closing its stdin ends it; it waits for nothing, its workers are already gone.
+            rt.forkserver.close()
+            await asyncio.get_running_loop().run_in_executor(None, rt.forkserver.wait)
+            if rt.forkserver.pid is not None:
+                rt.disown(rt.forkserver.pid)
         rt.disown(self.frontend.pid if self.frontend else 0)
-        for link in rt.links.values():
-            rt.disown(link.proc.pid)
         rt.links.clear()
         await asyncio.get_running_loop().run_in_executor(None, rt.reap_orphans)
         self.sock.close(linger=0)

@@ -1,25 +1,21 @@
-"""Router-side handles of pane workers: spawn, request/reply with deadlines, death watch."""
+"""Router-side handles of pane workers: request/reply with deadlines, kill, failure."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import itertools
-import json
 import logging
 import os
-import subprocess
-import sys
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
 
 logger = logging.getLogger(__name__)
 
-WORKER_CONFIG_ENV = "PEBREL_WORKER_CONFIG"
 WORKER_REQUEST_TIMEOUT_S = 10.0
 _request_ids = itertools.count(1)
 
@@ -29,62 +25,30 @@ def worker_identity(window_id: int, pane_id: int) -> bytes:
 
 
 @dataclass(slots=True)
+class WorkerProcess:
+    """A pane worker forked by the fork server (not the router's child: never waited here)."""
+
+    pid: int
+    returncode: int | None = None
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+@dataclass(slots=True)
 class WorkerLink:
     window_id: int
     pane_id: int
-    proc: subprocess.Popen[bytes]
+    proc: WorkerProcess
     started: asyncio.Future[m.Message]
     pending: dict[int, asyncio.Future[m.Message]] = field(default_factory=dict)
-    pidfd: int | None = None
     dead: bool = False
-    poller: asyncio.Task[None] | None = None
     gone: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def identity(self) -> bytes:
         return worker_identity(self.window_id, self.pane_id)
-
-
-def spawn_worker(config: dict[str, Any], log_file: str) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env[WORKER_CONFIG_ENV] = json.dumps(config)
-    with open(log_file, "ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "workers"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            close_fds=True,
-            start_new_session=True,
-        )
-
-
-def watch_exit(link: WorkerLink, on_exit: Callable[[WorkerLink], None]) -> None:
-    """Call `on_exit` once the worker process ends (pidfd: no polling, no global reaper)."""
-    loop = asyncio.get_running_loop()
-    try:
-        fd = os.pidfd_open(link.proc.pid)
-    except OSError:
-        logger.warning("pidfd_open failed; worker exit found only by polling")
-
-        async def poll() -> None:
-            while link.proc.poll() is None:
-                await asyncio.sleep(0.2)
-            on_exit(link)
-
-        link.poller = loop.create_task(poll())
-        return
-    link.pidfd = fd
-
-    def ready() -> None:
-        loop.remove_reader(fd)
-        os.close(fd)
-        link.pidfd = None
-        link.proc.wait()
-        on_exit(link)
-
-    loop.add_reader(fd, ready)
 
 
 async def request(
@@ -138,5 +102,4 @@ def _ids(link: WorkerLink) -> dict[str, int]:
 
 
 def kill(link: WorkerLink) -> None:
-    with contextlib.suppress(OSError):
-        link.proc.kill()
+    link.proc.kill()

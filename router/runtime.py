@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +24,8 @@ from pebrel.model import SUBMIT_CONFIRM_MS, TaskState
 from pebrel.settings import Settings
 from pebrel.shellids import ShellChoice
 from router import agents, layout, links
-from router.links import WorkerLink
+from router.forkserver import ForkServer
+from router.links import WorkerLink, WorkerProcess
 from router.state import Pane, RouterState, Tab, Window
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ class Runtime:
         #: Called when hook or program evidence says a pane's agent finished its turn.
         self.turn_listeners: list[Callable[[Pane], None]] = []
         self.delegations: Delegations | None = None  # set by router.app
+        self.forkserver: ForkServer | None = None  # set by router.app
         self.closing = False
         #: Children the router started itself (workers, frontend): never orphans. Guarded by a
         #: lock because spawning and orphan reaping run in executor threads.
@@ -148,16 +149,12 @@ class Runtime:
             "log_path": str(self.data_dir / "runtime.log"),
         }
         loop = asyncio.get_running_loop()
-        try:
-            proc = await loop.run_in_executor(None, self._spawn_owned, config)
-        except OSError as exc:
-            raise PebrelError(
-                ErrorCode.ACTION_FAILED, f"could not start a pane worker: {exc}"
-            ) from exc
+        assert self.forkserver is not None
+        pid = await self.forkserver.spawn(config)
+        proc = WorkerProcess(pid)
         link = WorkerLink(window.window_id, pane_id, proc, loop.create_future())
         self.links[pane.key] = link
         self.starting[pane.key] = pane
-        links.watch_exit(link, self._worker_exited)
         try:
             started = await asyncio.wait_for(asyncio.shield(link.started), SPAWN_TIMEOUT_S)
         except (TimeoutError, PebrelError) as exc:
@@ -298,7 +295,6 @@ class Runtime:
     def _worker_exited(self, link: WorkerLink) -> None:
         link.dead = True
         link.gone.set()
-        self.disown(link.proc.pid)
         links.fail_pending(link)
         pane = self.state.panes.get((link.window_id, link.pane_id))
         if self.links.get((link.window_id, link.pane_id)) is link:
@@ -322,11 +318,13 @@ class Runtime:
         self.background.add(fut)
         fut.add_done_callback(self.background.discard)
 
-    def _spawn_owned(self, config: dict[str, Any]) -> subprocess.Popen[bytes]:
-        with self.children_lock:
-            proc = links.spawn_worker(config, str(self.data_dir / "runtime.log"))
-            self.own_children.add(proc.pid)
-            return proc
+    def worker_exited(self, pid: int, returncode: int | None) -> None:
+        """The fork server reported that a pane worker ended."""
+        for link in list(self.links.values()):
+            if link.proc.pid == pid and not link.dead:
+                link.proc.returncode = returncode
+                self._worker_exited(link)
+                return
 
     def adopt(self, pid: int) -> None:
         with self.children_lock:

@@ -431,7 +431,12 @@ def _screen_rules(config: WorkerConfig) -> list[Rule]:
 
 
 def main() -> None:
-    config = WorkerConfig.from_env()
+    """Entry of `python -m workers`: one pane worker configured from the environment."""
+    run_worker(WorkerConfig.from_env())
+
+
+def run_worker(config: WorkerConfig) -> None:
+    """Run one pane worker until its pane closes (also the fork server's child entry)."""
     logging.basicConfig(
         filename=config.log_path,
         level=os.environ.get("PEBREL_LOG_LEVEL", "INFO").upper(),

@@ -58,13 +58,18 @@ def router_children(rt: Runtime, module: str) -> list[psutil.Process]:
     ]
 
 
+def pane_workers(rt: Runtime) -> list[psutil.Process]:
+    """Pane workers: children of the router's fork server (`python -m workers.forkserver`)."""
+    return [w for fs in router_children(rt, "workers.forkserver") for w in fs.children()]
+
+
 def worker_of(rt: Runtime, pane_id: int, window_id: int = 1) -> psutil.Process:
     """The pane worker process whose child is the pane's shell."""
     shell_pid = rt.pane(pane_id, window_id)["pid"]
-    for worker in router_children(rt, "workers"):
+    for worker in pane_workers(rt):
         if shell_pid in [c.pid for c in worker.children()]:
             return worker
-    pytest.fail(f"no worker with shell pid {shell_pid} among the router's children")
+    pytest.fail(f"no worker with shell pid {shell_pid} among the fork server's children")
 
 
 def child_named(parent_pid: int, name: str, args: list[str]) -> psutil.Process | None:
@@ -262,9 +267,11 @@ def test_stop_ends_detached_and_background_children(runtime: Runtime) -> None:
     pids: dict[str, int] = dict(wait_for(sleeps, 10, "the three sleeps"))
     pids["router"] = runtime.pid
     frontends = router_children(runtime, "router.adapter")
-    workers = router_children(runtime, "workers")
-    assert len(frontends) == 1 and len(workers) == 1
+    forkservers = router_children(runtime, "workers.forkserver")
+    workers = pane_workers(runtime)
+    assert len(frontends) == 1 and len(forkservers) == 1 and len(workers) == 1
     pids["frontend"] = frontends[0].pid
+    pids["forkserver"] = forkservers[0].pid
     pids["worker"] = workers[0].pid
     pids["shell"] = runtime.pane(1)["pid"]
     stopped = runtime.cli("runtime", "stop")

@@ -1,0 +1,148 @@
+"""The router's side of the fork server (workers/forkserver.py): spawn pane workers fast.
+
+Requests and replies are JSON lines on the server's stdin/stdout; replies are read without
+blocking the loop. The server also reports every worker's exit status, which is how the router
+learns that a worker died (workers are the fork server's children, not the router's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from pebrel.errors import ErrorCode, PebrelError
+
+logger = logging.getLogger(__name__)
+
+SPAWN_TIMEOUT_S = 10.0
+
+
+class ForkServer:
+    def __init__(self, log_path: str, on_exit: Callable[[int, int | None], None]) -> None:
+        self.log_path = log_path
+        self.on_exit = on_exit
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pending: dict[int, asyncio.Future[int]] = {}
+        self.ids = itertools.count(1)
+        self.buffer = b""
+        self.alive: set[int] = set()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def start(self) -> None:
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "workers.forkserver"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                close_fds=True,
+                start_new_session=True,
+            )
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        os.set_blocking(fd, False)
+        asyncio.get_running_loop().add_reader(fd, self._readable)
+
+    async def spawn(self, config: dict[str, Any]) -> int:
+        """Fork a pane worker with `config`; return its pid."""
+        if self.proc is None or self.proc.poll() is not None:
+            logger.warning("fork server not running; starting it again")
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None
+        request_id = next(self.ids)
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.pending[request_id] = fut
+        try:
+            line = json.dumps({"id": request_id, "config": config}).encode() + b"\n"
+            self.proc.stdin.write(line)
+            self.proc.stdin.flush()
+            pid = await asyncio.wait_for(fut, SPAWN_TIMEOUT_S)
+        except (OSError, TimeoutError) as exc:
+            raise PebrelError(
+                ErrorCode.ACTION_FAILED, f"could not start a pane worker: {exc}"
+            ) from exc
+        finally:
+            self.pending.pop(request_id, None)
+        self.alive.add(pid)
+        return pid
+
+    def _readable(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        try:
+            data = os.read(self.proc.stdout.fileno(), 1 << 16)
+        except BlockingIOError:
+            return
+        if not data:
+            self._gone()
+            return
+        self.buffer += data
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                logger.warning("unreadable line from the fork server")
+                continue
+            self._handle(message)
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        if "exited" in message:
+            pid = int(message["exited"])
+            self.alive.discard(pid)
+            self.on_exit(pid, message.get("returncode"))
+            return
+        fut = self.pending.get(message.get("id", -1))
+        if fut is None or fut.done():
+            return
+        if "pid" in message:
+            fut.set_result(int(message["pid"]))
+        else:
+            fut.set_exception(
+                PebrelError(ErrorCode.ACTION_FAILED, f"fork failed: {message.get('error')}")
+            )
+
+    def _gone(self) -> None:
+        """The fork server exited: its workers die with it (parent-death signal)."""
+        assert self.proc is not None and self.proc.stdout is not None
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(Exception):
+            loop.remove_reader(self.proc.stdout.fileno())
+        logger.error("the fork server exited", extra={"returncode": self.proc.poll()})
+        for pid in list(self.alive):
+            self.alive.discard(pid)
+            self.on_exit(pid, None)
+        for fut in self.pending.values():
+            if not fut.done():
+                fut.set_exception(PebrelError(ErrorCode.ACTION_FAILED, "the fork server exited"))
+
+    def close(self) -> None:
+        """Stop reading and close its stdin, which ends it (call on the loop's thread)."""
+        if self.proc is None:
+            return
+        if self.proc.stdout is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self.proc.stdout.fileno())
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+
+    def wait(self) -> None:
+        """Wait for it to exit (blocking: run it off the loop)."""
+        if self.proc is None:
+            return
+        try:
+            self.proc.wait(3)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
