@@ -21,7 +21,7 @@ CLAUDE_EVENTS: tuple[tuple[str, str | None, str], ...] = (
     ("UserPromptSubmit", None, "prompt"),
     ("Stop", None, "stop"),
     ("PermissionRequest", None, "attention"),
-    ("Notification", "idle_prompt", "waiting-input"),
+    ("Notification", "elicitation_dialog", "waiting-input"),
     ("SessionEnd", None, "end"),
 )
 BACKUP_SUFFIX = ".pebrel-backup"

@@ -66,7 +66,14 @@ class ShellTracker:
         return self._project()
 
     def set_agent(self, state: TaskState | None) -> bool:
-        """Agent evidence (None: no agent owns the pane any more). Confirms a pending edge."""
+        """Agent evidence (None: no agent owns the pane any more).
+
+        Evidence of work (running, completed, attention, ...) confirms a pending submit edge.
+        An `idle` report while an edge is pending is older news that raced the submission (a
+        late `start` hook, say): the edge stands until it is confirmed or expires.
+        """
+        if state == "idle" and self.pending is not None and self.agent_state is not None:
+            return False
         self.agent_state = state
         if state is not None:
             self.pending = None

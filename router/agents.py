@@ -59,6 +59,8 @@ class AgentSession:
     session_id: str | None = None
     strong_at: float = float("-inf")  # when hook/program evidence last arrived
     ended: bool = False  # an `end` hook: the session is over though the process may linger
+    #: A screen rule the agent was answered on: still on screen, but no longer news.
+    acknowledged_rule: str | None = None
 
 
 @dataclass(slots=True)
@@ -216,6 +218,9 @@ def apply_screen(agents: PaneAgents, rule_id: str | None, state: str | None, now
     session = agents.session
     if session is None or session.ended:
         return False
+    if rule_id is not None and rule_id == session.acknowledged_rule:
+        return False  # the question that input already answered, still visible
+    session.acknowledged_rule = None
     if rule_id is None or state is None:
         if session.source == "screen":
             # The rule stopped matching; process identity alone never claims completion.
@@ -228,6 +233,17 @@ def apply_screen(agents: PaneAgents, rule_id: str | None, state: str | None, now
     if parsed is None:
         return False
     session.source, session.rule, session.state = "screen", rule_id, parsed
+    return True
+
+
+def acknowledge_screen(agents: PaneAgents) -> bool:
+    """Input reached an agent whose state came from a screen rule (an approval question, say):
+    that state is answered. The rule is ignored until it stops matching."""
+    session = agents.session
+    if session is None or session.source != "screen" or session.rule is None:
+        return False
+    session.acknowledged_rule = session.rule
+    session.state, session.source, session.rule = "idle", "process", None
     return True
 
 

@@ -44,6 +44,11 @@ def clean_result(message: str | None) -> str:
     return text
 
 
+def one_line(text: str) -> str:
+    """The wrapped answer as a single line, for an origin that does not take pastes."""
+    return " ".join(part.strip() for part in text.replace("\t", " ").split("\n") if part.strip())
+
+
 def wrap_result(target: NamedAgent, generation: int, text: str) -> str:
     body = text.replace("</worker_output", "<\\/worker_output")
     label = target.name or target.agent_id
@@ -195,18 +200,20 @@ class Delegations:
                 self.cancel(delegation, "the origin pane closed or its agent session changed")
                 return
             if pane.tracker.state in ("idle", "completed", "failed"):
+                session = pane.agents.session
+                target = {
+                    "agent": delegation.origin.agent_id,
+                    "generation": session.generation if session else delegation.origin.generation,
+                    "submit": True,
+                }
                 try:
-                    await agent_handlers.paste(
-                        self.rt,
-                        {
-                            "agent": delegation.origin.agent_id,
-                            "generation": pane.agents.session.generation
-                            if pane.agents.session
-                            else delegation.origin.generation,
-                            "text": text,
-                            "submit": True,
-                        },
-                    )
+                    try:
+                        await agent_handlers.paste(self.rt, {**target, "text": text})
+                    except PebrelError as exc:
+                        if exc.details.get("bracketed_paste") is not False:
+                            raise
+                        # An origin that reads plain lines (no bracketed paste): one line.
+                        await agent_handlers.prompt(self.rt, {**target, "text": one_line(text)})
                 except PebrelError as exc:
                     if exc.code in (ErrorCode.AGENT_EXITED, ErrorCode.AGENT_REPLACED):
                         self.cancel(delegation, f"the origin agent is gone ({exc.code})")

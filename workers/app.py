@@ -154,6 +154,7 @@ class Worker:
             mark = fields[0][:1]
             if mark not in ("A", "B", "C", "D"):
                 return
+            self.foreground.exec_watch = mark == "C"
             code: int | None = None
             if mark == "D" and len(fields) > 1:
                 with contextlib.suppress(ValueError):

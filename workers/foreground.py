@@ -127,11 +127,20 @@ class ForegroundTracker:
         self._leader_cmd: list[str] | None = None
         self._chosen: int | None = None
         self._chosen_cmd: list[str] | None = None
-        self._shell_cmd: list[str] | None = None
+        self._shell_cmd: list[str] | None = self.source.cmdline(shell_pid)
+        #: Set while the shell runs a command (OSC 133 C seen, no D yet): the only time the
+        #: shell process itself can have been replaced by `exec program`.
+        self.exec_watch = False
 
     def update(self, pgid: int, now: float) -> Foreground | None:
         """Take one poll of the foreground group; the new Foreground if anything changed."""
         if pgid == self.shell_pid:
+            if self.exec_watch:
+                replaced = self._exec_replaced(now)
+                if replaced is not None:
+                    return self._set(replaced)
+                if not self.current.shell_in_foreground and self.current.pgid == pgid:
+                    return None  # still the program that replaced the shell
             if self.current.shell_in_foreground:
                 return None  # the idle fast path: no /proc reads, no allocation
             self._chosen = None
@@ -145,6 +154,19 @@ class ForegroundTracker:
             self._next_check = now + RECHECK_S
             return None
         return self._classify(pgid, now)
+
+    def _exec_replaced(self, now: float) -> Foreground | None:
+        """`exec claude` in the shell: the shell's own process now runs the agent."""
+        if now < self._next_check:
+            return None
+        self._next_check = now + RECHECK_S
+        cmd = self.source.cmdline(self.shell_pid)
+        if not cmd or cmd == self._shell_cmd:
+            return None
+        kind, program = describe(cmd)
+        if kind is None:
+            return None
+        return Foreground(False, self.shell_pid, kind, program)
 
     def _unchanged(self, pgid: int) -> bool:
         if self.source.cmdline(pgid) != self._leader_cmd:

@@ -210,6 +210,9 @@ async def wait_ready(rt: Runtime, agent: NamedAgent, pane: Pane, timeout_s: floa
             )
         remaining = deadline - time.monotonic()
         if remaining <= 0:
+            if agent.status == "starting":
+                # Never recognised: the start failed, and its name is free again.
+                agent.status = "exited"
             raise PebrelError(
                 ErrorCode.AGENT_READY_TIMEOUT,
                 f"agent {agent.name} was not ready in time",

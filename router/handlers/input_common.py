@@ -14,7 +14,7 @@ from typing import Any
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
-from router import links
+from router import agents, links
 from router.runtime import Runtime
 from router.state import Pane
 
@@ -74,8 +74,14 @@ def mark_submitted(rt: Runtime, pane: Pane) -> int:
     The baseline is the seq right after the edge: a fast command's C and D marks can be
     processed before the write is acknowledged, so a later seq would miss the transition.
     """
+    answered = agents.acknowledge_screen(pane.agents)
     if pane.tracker.submit(time.monotonic()):
+        if answered and pane.tracker.pending is not None:
+            pane.tracker.pending.previous = "idle"  # an unconfirmed edge falls back to idle
         rt.schedule_expiry(pane)
+        rt.touched(pane)
+    elif answered:
+        rt.sync_agent_state(pane)
         rt.touched(pane)
     return pane.tracker.seq
 

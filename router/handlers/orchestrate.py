@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from pebrel.errors import ErrorCode, PebrelError, internal_error
+from pebrel.inputs import check_prompt_text
 from router.agents import NamedAgent
 from router.handlers import Handler, Params, Result, layout_ops, pane_io, tab, window
 from router.handlers import agent as agent_handlers
@@ -99,10 +100,26 @@ def validate(steps: list[Params]) -> None:
             )
         if name is not None:
             names[name] = step["id"]
+        check_text(step)
         for slot, kind in SLOTS[step["op"]].items():
             ref = step.get(slot)
             if is_ref(ref):
                 check_reference(steps, index, i, slot, kind, ref)
+
+
+#: Text fields typed into a pane, checked like pane.prompt before anything happens.
+TEXT_FIELDS = {"prompt": "text", "run": "command", "agent_launch": "initial_prompt"}
+
+
+def check_text(step: Params) -> None:
+    field = TEXT_FIELDS.get(step["op"])
+    if field is None or not isinstance(step.get(field), str):
+        return
+    try:
+        check_prompt_text(step[field], field)
+    except PebrelError as exc:
+        exc.details["step"] = step["id"]
+        raise
 
 
 def check_reference(

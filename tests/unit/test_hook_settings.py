@@ -50,7 +50,7 @@ def test_claude_merge_adds_every_event_once(case: ClaudeCase) -> None:
         assert our_commands(merged, name) == [hs.claude_command(event)]
         ours = [e for e in merged["hooks"][name] if our_commands({"hooks": {name: [e]}}, name)]
         assert ours[0].get("matcher") == matcher
-    assert merged["hooks"]["Notification"][-1]["matcher"] == "idle_prompt"
+    assert merged["hooks"]["Notification"][-1]["matcher"] == "elicitation_dialog"
     again, changed_again = hs.merge_claude(text)
     assert (again, changed_again) == (text, False), "a second merge changes nothing"
 
