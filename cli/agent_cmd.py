@@ -24,6 +24,7 @@ from cli.output import (
     pretty_option,
     prune,
     request,
+    wait_baseline,
     wait_timeout_s,
     window_option,
 )
@@ -73,10 +74,10 @@ def deliver_then_wait(
             "agent": result.get("agent_id") or params["agent"],
             "generation": result["generation"],
             "state": state,
-            "after_seq": result["state_change_seq"],
+            "after_seq": wait_baseline(result["state_change_seq"], state),
             "timeout_ms": wait_ms,
         }
-        if wait_params["after_seq"] < 1:
+        if wait_params["after_seq"] is None:
             del wait_params["after_seq"]
         waited = request("agent.wait", wait_params, wait_timeout_s(wait_ms, CLI_WAIT_TIMEOUT_MS))
     except Unreachable as exc:

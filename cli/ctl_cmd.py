@@ -9,6 +9,7 @@ from cli.output import (
     pretty_option,
     prompt_then_wait,
     prune,
+    size_options,
     wait_timeout_s,
     window_option,
 )
@@ -94,10 +95,18 @@ def focus(window_id: int | None, pane_id: int | None, pretty: bool) -> None:
 @window_option
 @click.option("--cwd")
 @click.option("--shell")
+@size_options
 @pretty_option
-def new_tab(window_id: int | None, cwd: str | None, shell: str | None, pretty: bool) -> None:
+def new_tab(
+    window_id: int | None,
+    cwd: str | None,
+    shell: str | None,
+    cols: int | None,
+    rows: int | None,
+    pretty: bool,
+) -> None:
     """tab.new."""
-    call("tab.new", prune(window_id=window_id, cwd=cwd, shell=shell), pretty)
+    call("tab.new", prune(window_id=window_id, cwd=cwd, shell=shell, cols=cols, rows=rows), pretty)
 
 
 @ctl.command("split")

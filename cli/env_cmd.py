@@ -22,33 +22,47 @@ def _env(name: str) -> str | None:
     return os.environ.get(f"PEBREL_{name}") or os.environ.get(f"NEBULA_{name}")
 
 
+#: Where an example must run, when not from anywhere: inside the named agent's pane (agent
+#: delegate needs an origin agent), or inside a git repository (agent fork).
+IN_AGENT_PANE = "inside the pane of agent helper"
+IN_GIT_REPO = "inside a git repository"
+
+
 def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
-    """Every command with a copy-and-run example, in an order that can be run top to bottom."""
+    """Every command with a copy-and-run example, in an order that runs top to bottom on a
+    fresh runtime (the agent examples need the AI CLI they name on PATH)."""
     w, p = window_id, pane_id
-    rows = [
+    target = f"{p} --window {w}"
+    ctl = f"--window {w} --pane {p}"
+    workflow = '\'{"steps":[{"id":"side","op":"split","direction":"down"}]}\''
+    rows: list[tuple[str, str, str] | tuple[str, str, str, str]] = [
         ("env", "who and where am I, is the runtime up", "pebrel env --pretty"),
         ("runtime status", "is a runtime answering", "pebrel runtime status"),
         ("runtime start", "start the runtime (idempotent)", "pebrel runtime start"),
         ("pane list", "all panes as flat rows", "pebrel pane list"),
-        (
-            "pane read",
-            "last logical lines of a pane",
-            f"pebrel pane read {p} --window {w} --lines 40",
-        ),
+        ("pane read", "last logical lines of a pane", f"pebrel pane read {target} --lines 40"),
         (
             "pane send",
             "type a line, press Enter, wait until it settles",
-            f'pebrel pane send {p} --window {w} "echo hello from pebrel" --wait',
+            f'pebrel pane send {target} "echo hello from pebrel" --wait',
         ),
         (
             "pane wait",
             "wait for a task state (use --after-seq from a previous answer)",
-            f"pebrel pane wait {p} --window {w} --state settled --timeout-ms 5000",
+            f"pebrel pane wait {target} --state settled --timeout-ms 5000",
         ),
+        ("pane run", "run a command, get its real exit code", f'pebrel pane run {target} "ls"'),
         (
-            "pane run",
-            "run a command, get its real exit code",
-            f'pebrel pane run {p} --window {w} "ls"',
+            "pane exec",
+            "run argv beside the pane (its cwd), capture both streams",
+            f"pebrel pane exec {target} -- ls -la",
+        ),
+        ("pane procs", "the process tree under the pane's shell", f"pebrel pane procs {target}"),
+        ("pane key", "send a named key (here ctrl-c)", f"pebrel pane key {target} c --control"),
+        (
+            "pane paste",
+            "bracketed paste of text, then Enter",
+            f'pebrel pane paste {target} "echo pasted"',
         ),
         (
             "ctl describe",
@@ -56,40 +70,116 @@ def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
             "pebrel ctl describe --pretty",
         ),
         ("ctl snapshot", "windows, tabs, panes, states", "pebrel ctl snapshot --pretty"),
-        ("ctl read", "pane.read", f"pebrel ctl read --window {w} --pane {p} --lines 120"),
-        ("ctl run", "pane.run", f'pebrel ctl run --window {w} --pane {p} --command "true"'),
+        ("ctl subscribe", "stream snapshots as JSON lines", "pebrel ctl subscribe --count 1"),
+        ("ctl read", "pane.read", f"pebrel ctl read {ctl} --lines 120"),
+        ("ctl run", "pane.run", f'pebrel ctl run {ctl} --command "true"'),
+        ("ctl exec-pane", "pane.exec", f"pebrel ctl exec-pane {ctl} -- pwd"),
+        ("ctl procs", "pane.procs", f"pebrel ctl procs {ctl}"),
         (
             "ctl prompt",
             "pane.prompt, then wait from the post-submit baseline",
-            f'pebrel ctl prompt --window {w} --pane {p} --text "echo done" --wait settled',
+            f'pebrel ctl prompt {ctl} --text "echo done" --wait settled',
         ),
-        (
-            "ctl wait",
-            "pane.wait",
-            f"pebrel ctl wait --window {w} --pane {p} --state settled --timeout-ms 5000",
-        ),
-        ("ctl focus", "focus a window or pane", f"pebrel ctl focus --window {w} --pane {p}"),
+        ("ctl paste", "pane.paste", f'pebrel ctl paste {ctl} --text "echo pasted again"'),
+        ("ctl send-key", "pane.send_key", f"pebrel ctl send-key {ctl} --key c --control"),
+        ("ctl wait", "pane.wait", f"pebrel ctl wait {ctl} --state settled --timeout-ms 5000"),
+        ("ctl focus", "focus a window or pane", f"pebrel ctl focus {ctl}"),
         ("ctl new-tab", "open a tab", f"pebrel ctl new-tab --window {w}"),
         ("ctl split", "split the focused pane", f"pebrel ctl split --window {w} --direction right"),
+        ("pane split", "split a given pane", f"pebrel pane split {target} --direction down"),
         (
-            "pane split",
-            "split a given pane",
-            f"pebrel pane split {p} --window {w} --direction down",
+            "pane zoom",
+            "zoom a pane to its tab (explicit)",
+            f"pebrel pane zoom {target} --zoomed true",
         ),
-        ("pane focus", "focus a pane", f"pebrel pane focus {p} --window {w}"),
-        ("tab new", "open a tab", f"pebrel tab new --window {w}"),
-        ("tab close", "close an idle tab by index", f"pebrel tab close 2 --window {w}"),
-        ("window create", "open a window", "pebrel window create"),
+        ("pane resize", "set a pane's share of its split", f"pebrel pane resize {target} 0.6"),
+        ("pane focus", "focus a pane", f"pebrel pane focus {target}"),
+        ("tab new", "open a tab", f"pebrel tab new --window {w} --cols 120 --rows 40"),
+        (
+            "tab rename",
+            "name a tab (--clear removes it)",
+            f"pebrel tab rename 2 scratch --window {w}",
+        ),
+        ("tab move", "move a tab within its window", f"pebrel tab move 2 0 --window {w}"),
+        ("tab close", "close an idle tab by index", f"pebrel tab close 0 --window {w}"),
+        ("window create", "open a window", "pebrel window create --cols 120 --rows 40"),
         ("window focus", "focus a window", f"pebrel window focus {w}"),
         (
             "pane close",
             "close an idle pane (busy needs --confirm)",
-            f"pebrel pane close 2 --window {w}",
+            f"pebrel pane close {p + 2} --window {w}",
         ),
         ("window close", "close an idle window", f"pebrel window close {w + 1}"),
+        (
+            "agent start",
+            "start a named AI agent in a new tab, once ready",
+            "pebrel agent start helper --kind claude",
+        ),
+        ("agent list", "only the panes running an AI agent", "pebrel agent list"),
+        (
+            "agent send",
+            "give the agent a task, wait for its turn, print its final message",
+            'pebrel agent send helper "summarise the README" --wait',
+        ),
+        ("agent read", "what the agent printed", "pebrel agent read helper --lines 40"),
+        (
+            "agent paste",
+            "multi-line input as one paste",
+            'pebrel agent paste helper "review this" --wait',
+        ),
+        ("agent get", "the agent's id, generation, state", "pebrel agent get helper"),
+        (
+            "agent wait",
+            "wait for this exact generation's state",
+            "pebrel agent wait helper --generation 1 --state settled --timeout-ms 5000",
+        ),
+        ("ctl agents", "agents.list", "pebrel ctl agents"),
+        ("ctl agent-get", "agent.get", "pebrel ctl agent-get --agent helper"),
+        (
+            "ctl agent-prompt",
+            "agent.prompt bound to a generation",
+            'pebrel ctl agent-prompt --agent helper --generation 1 --text "and the tests" '
+            "--wait settled",
+        ),
+        (
+            "ctl agent-wait",
+            "agent.wait",
+            "pebrel ctl agent-wait --agent helper --generation 1 --state settled --timeout-ms 5000",
+        ),
+        ("ctl agent-read", "agent.read", "pebrel ctl agent-read --agent helper --generation 1"),
+        ("agent start", "a second agent", "pebrel agent start reviewer --kind codex"),
+        (
+            "agent delegate",
+            "hand a task to another agent; its answer comes back to you by itself",
+            'pebrel agent delegate reviewer "check the diff"',
+            IN_AGENT_PANE,
+        ),
+        (
+            "agent hooks install",
+            "write (or --print) the hook settings of Claude Code or Codex",
+            "pebrel agent hooks install --kind claude --print",
+        ),
+        ("hook", "what an agent's hook runs (always exits 0)", "pebrel hook stop --kind claude"),
+        (
+            "ctl orchestrate",
+            "a whole layout in one request",
+            f"echo {workflow} | pebrel ctl orchestrate --file -",
+        ),
+        (
+            "ctl agent-fork",
+            "an agent in a new git worktree of this repository",
+            "pebrel ctl agent-fork --source-cwd . --name forked --kind claude",
+            IN_GIT_REPO,
+        ),
         ("runtime stop", "stop the runtime and everything it started", "pebrel runtime stop"),
     ]
-    return [{"command": c, "description": d, "example": e} for c, d, e in rows]
+    listed = []
+    for row in rows:
+        entry = {"command": row[0], "description": row[1], "example": row[2]}
+        if len(row) > 3:
+            entry["run_in"] = row[3]
+        listed.append(entry)
+    return listed
 
 
 @click.command()

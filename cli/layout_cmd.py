@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cli.output import call, pretty_option, prune, window_option
+from cli.output import call, pretty_option, prune, size_options, window_option
 
 
 @click.group()
@@ -16,10 +16,19 @@ def tab() -> None:
 @window_option
 @click.option("--cwd", help="Working directory.")
 @click.option("--shell", help="Shell id: bash, zsh, fish, sh or a settings.toml profile.")
+@size_options
 @pretty_option
-def tab_new(window_id: int | None, cwd: str | None, shell: str | None, pretty: bool) -> None:
-    """Open a tab."""
-    call("tab.new", prune(window_id=window_id, cwd=cwd, shell=shell), pretty)
+def tab_new(
+    window_id: int | None,
+    cwd: str | None,
+    shell: str | None,
+    cols: int | None,
+    rows: int | None,
+    pretty: bool,
+) -> None:
+    """Open a tab (the size of the window's active tab unless --cols/--rows)."""
+    params = prune(window_id=window_id, cwd=cwd, shell=shell, cols=cols, rows=rows)
+    call("tab.new", params, pretty)
 
 
 @tab.command("close")
@@ -41,10 +50,13 @@ def window() -> None:
 @window.command("create")
 @click.option("--cwd", help="Working directory.")
 @click.option("--shell", help="Shell id: bash, zsh, fish, sh or a settings.toml profile.")
+@size_options
 @pretty_option
-def window_create(cwd: str | None, shell: str | None, pretty: bool) -> None:
-    """Create a window with one tab and one pane."""
-    call("window.create", prune(cwd=cwd, shell=shell), pretty)
+def window_create(
+    cwd: str | None, shell: str | None, cols: int | None, rows: int | None, pretty: bool
+) -> None:
+    """Create a window with one tab and one pane (200x50 unless --cols/--rows)."""
+    call("window.create", prune(cwd=cwd, shell=shell, cols=cols, rows=rows), pretty)
 
 
 @window.command("focus")

@@ -32,6 +32,14 @@ window_option = click.option(
 )
 
 
+def size_options(command: Any) -> Any:
+    """--cols/--rows of a new tab or window (headless default 200x50)."""
+    command = click.option("--rows", type=click.IntRange(1, 500), help="Tab height in cells.")(
+        command
+    )
+    return click.option("--cols", type=click.IntRange(2, 1000), help="Tab width in cells.")(command)
+
+
 def emit(envelope: dict[str, Any], pretty: bool) -> None:
     click.echo(json.dumps(envelope, indent=2 if pretty else None, ensure_ascii=False))
 
@@ -82,6 +90,16 @@ def wait_timeout_s(timeout_ms: int | None, default_ms: int) -> float:
     return (timeout_ms if timeout_ms is not None else default_ms) / 1000 + 10
 
 
+def wait_baseline(seq: int, state: str) -> int | None:
+    """The after_seq for a wait that follows a submission (R5.5).
+
+    The submission's synchronous running edge is the returned seq itself: a wait for `running`
+    counts it (after_seq one lower); any other target needs a later transition.
+    """
+    baseline = seq - 1 if state == "running" else seq
+    return baseline if baseline >= 1 else None
+
+
 def prompt_then_wait(
     params: dict[str, Any],
     state: str | None,
@@ -101,7 +119,7 @@ def prompt_then_wait(
             window_id=result["window_id"],
             pane_id=result["pane_id"],
             state=state,
-            after_seq=result["state_change_seq"],
+            after_seq=wait_baseline(result["state_change_seq"], state),
             timeout_ms=timeout_ms,
         )
         waited = request(

@@ -148,10 +148,10 @@ class RouterState:
     # -- layout sizes ---------------------------------------------------------------------
     def apply_sizes(self, window_id: int, tab: Tab) -> list[Pane]:
         """Recompute pane sizes of a tab; return the panes whose size changed."""
+        new = layout.sizes(tab.root, tab.cols, tab.rows)
         if tab.zoomed_pane is not None:
-            new = {pid: (tab.cols, tab.rows) for pid in layout.leaves(tab.root)}
-        else:
-            new = layout.sizes(tab.root, tab.cols, tab.rows)
+            # Only the zoomed pane fills the tab; the hidden ones keep their layout size.
+            new[tab.zoomed_pane] = (tab.cols, tab.rows)
         changed = []
         for pid, (cols, rows) in new.items():
             pane = self.panes.get((window_id, pid))

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from cli.env_cmd import IN_AGENT_PANE, IN_GIT_REPO
 from pebrel import __version__
+from tests.agent_fixtures import fake_agents_env, started_runtime
 from tests.conftest import BIN_DIR, PEBREL, Runtime, base_env, stop_and_check
 
 CONTRACT_KEYS = ("WINDOW_ID", "PANE_ID", "CLI", "BIN_DIR")
@@ -188,28 +190,76 @@ def test_env_falls_back_to_legacy_nebula_variables(runtime: Runtime) -> None:
     assert (result["window_id"], result["pane_id"]) == (2, 3)
 
 
-def test_every_env_example_runs(runtime: Runtime) -> None:
-    """R7.5: each `commands[].example`, run in order from outside a pane, exits 0."""
-    code, envelope = env_json(runtime.env)
-    assert code == 0
-    examples = [row["example"] for row in envelope["result"]["commands"]]
-    assert examples[-1] == "pebrel runtime stop"
-    failures: list[tuple[str, str]] = []
-    for example in examples:
-        argv = shlex.split(example)
-        assert argv[0] == "pebrel"
-        try:
-            proc = subprocess.run(
-                [PEBREL, *argv[1:]],
-                env=runtime.env,
-                capture_output=True,
-                text=True,
-                timeout=EXAMPLE_TIMEOUT_S,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired:
-            failures.append((example, f"no answer within {EXAMPLE_TIMEOUT_S} s"))
-            continue
-        if proc.returncode != 0:
-            failures.append((example, f"exit {proc.returncode}: {proc.stdout.strip()[:300]}"))
-    assert failures == []
+def test_env_lists_every_cli_command() -> None:
+    """R7.5: `pebrel env` has an example for every command of the CLI."""
+    import click
+
+    from cli.env_cmd import commands
+    from cli.main import main
+
+    def walk(group: click.Group, prefix: list[str]) -> set[str]:
+        found: set[str] = set()
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                found |= walk(command, [*prefix, name])
+            else:
+                found.add(" ".join([*prefix, name]))
+        return found
+
+    listed = {row["command"] for row in commands(1, 1)}
+    assert walk(main, []) - listed == set()
+
+
+def test_every_env_example_runs(tmp_path: Path) -> None:
+    """R7.5: each `commands[].example` runs in order and exits 0 (the agent examples with the
+    fake AI CLIs of tests/fakes on PATH; `run_in` examples where they say)."""
+    env = fake_agents_env(tmp_path)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for argv in (
+        ["git", "init", "-q"],
+        [
+            "git",
+            "-c",
+            "user.email=t@example.invalid",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+    ):
+        subprocess.run(argv, cwd=repo, check=True, capture_output=True)
+    with started_runtime(env) as runtime:
+        code, envelope = env_json(runtime.env)
+        assert code == 0
+        rows = envelope["result"]["commands"]
+        assert rows[-1]["example"] == "pebrel runtime stop"
+        failures: list[tuple[str, str]] = []
+        for row in rows:
+            example, run_in = row["example"], row.get("run_in")
+            run_env, cwd = dict(runtime.env), None
+            if run_in == IN_AGENT_PANE:
+                helper = runtime.ok("agent.get", {"agent": "helper"})
+                run_env["PEBREL_WINDOW_ID"] = str(helper["window_id"])
+                run_env["PEBREL_PANE_ID"] = str(helper["pane_id"])
+            elif run_in == IN_GIT_REPO:
+                cwd = str(repo)
+            try:
+                proc = subprocess.run(
+                    ["bash", "-c", example],
+                    env=run_env,
+                    cwd=cwd,
+                    capture_output=True,
+                    text=True,
+                    timeout=EXAMPLE_TIMEOUT_S,
+                    stdin=subprocess.DEVNULL,
+                )
+            except subprocess.TimeoutExpired:
+                failures.append((example, f"no answer within {EXAMPLE_TIMEOUT_S} s"))
+                continue
+            if proc.returncode != 0:
+                failures.append((example, f"exit {proc.returncode}: {proc.stdout.strip()[:300]}"))
+        assert failures == []
