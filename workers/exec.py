@@ -160,6 +160,7 @@ class ExecRunner:
         pid = transport.get_pid()
         self.children.add(pid)
         timed_out = False
+        exited_at: float | None = None
         try:
             remaining = started + spec.timeout_s - time.monotonic()
             if not await _within([proto.exited], remaining):
@@ -173,8 +174,11 @@ class ExecRunner:
                 )
                 await _within([proto.exited], KILL_WAIT_S)
             else:
+                exited_at = time.monotonic()
                 await _within(proto.closed.values(), PIPE_GRACE_S)
-            await loop.run_in_executor(None, kill_leftovers, pid, marker.encode(), self.shell_pid)
+            await loop.run_in_executor(
+                None, kill_leftovers, pid, marker.encode(), self.shell_pid, exited_at
+            )
             code = transport.get_returncode()
         finally:
             self.children.discard(pid)

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,6 +61,26 @@ def _process_table() -> dict[int, _Stat]:
     return table
 
 
+_scan_lock = threading.Lock()
+_last_scan: tuple[float, dict[int, _Stat]] | None = None
+
+
+def _table_since(not_before: float) -> dict[int, _Stat]:
+    """A process table read no earlier than `not_before` (monotonic seconds).
+
+    Many execs that end together (32 concurrent `true`) share one scan: a scan that started
+    after an exec's child exited sees every leftover of it that is still alive.
+    """
+    global _last_scan
+    with _scan_lock:
+        if _last_scan is not None and _last_scan[0] >= not_before:
+            return _last_scan[1]
+        started = time.monotonic()
+        table = _process_table()
+        _last_scan = (started, table)
+        return table
+
+
 def _descendants(table: dict[int, _Stat], root: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for pid, st in table.items():
@@ -81,13 +102,16 @@ def _carries(pid: int, entry: bytes) -> bool:
         return False
 
 
-def find_leftovers(session: int, marker: bytes, shell_pid: int) -> list[int]:
+def find_leftovers(
+    session: int, marker: bytes, shell_pid: int, not_before: float | None = None
+) -> list[int]:
     """Live descendants of this worker in `session` or carrying the exec marker.
 
     Processes of the shell's session are skipped without reading their environment: an
     exec's processes can leave its session only for a new one, never join the shell's.
+    `not_before` (when the exec's child was seen to exit) lets concurrent callers share a scan.
     """
-    table = _process_table()
+    table = _table_since(time.monotonic() if not_before is None else not_before)
     shell = table.get(shell_pid)
     shell_session = shell.session if shell is not None else -1
     entry = EXEC_ID_ENV.encode() + b"=" + marker
@@ -101,7 +125,9 @@ def find_leftovers(session: int, marker: bytes, shell_pid: int) -> list[int]:
     return found
 
 
-def kill_leftovers(session: int, marker: bytes, shell_pid: int) -> int:
+def kill_leftovers(
+    session: int, marker: bytes, shell_pid: int, exited_at: float | None = None
+) -> int:
     """SIGKILL every leftover of one exec until none remain; return how many were signalled.
 
     Repeats because a process may fork while we kill. Reaping is left to `OrphanReaper` (the
@@ -109,8 +135,10 @@ def kill_leftovers(session: int, marker: bytes, shell_pid: int) -> int:
     """
     total = 0
     deadline = time.monotonic() + KILL_LOOP_S
+    not_before = exited_at
     while time.monotonic() < deadline:
-        found = find_leftovers(session, marker, shell_pid)
+        found = find_leftovers(session, marker, shell_pid, not_before)
+        not_before = None  # after a kill, only a fresh scan will do
         if not found:
             break
         for pid in found:
