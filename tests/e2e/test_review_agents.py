@@ -125,6 +125,7 @@ def test_review_negatives_are_never_agents(tmp_path: Path) -> None:
             panes.append(pane_id)
         for pane_id in panes:
             wait_for(lambda p=pane_id: rt.pane(p)["task_state"] == "running", 10, "running")
+        # a negative window: recognition polls every 50-500 ms, give it time to (wrongly) appear
         time.sleep(2.5)
         assert agents(rt) == []
         for pane_id in panes:
@@ -196,9 +197,11 @@ def test_review_screen_rule_attention_then_answer(tmp_path: Path) -> None:
             lambda: (r := agent_in(rt, pane_id)) and r["state"] == "attention" and r, 10, "attn"
         )
         assert row["state_source"] == "screen" and row["state_rule"], row
+        # the fake reads its answer only after drawing the question
         time.sleep(0.5)
         type_line(rt, pane_id, "1")
         rt.wait_text(pane_id, "RVDONE[approve]")
+        # a negative window: the answered question must not come back as attention
         time.sleep(3)
         assert agent_in(rt, pane_id)["state"] != "attention", agent_in(rt, pane_id)
 
@@ -220,6 +223,7 @@ def test_review_restart_new_generation_old_refused(tmp_path: Path) -> None:
         assert old.code == 1 and old.json["error"]["code"] == "agent_replaced", old
         old_wait = rt.cli("agent", "wait", "gen", "--generation", "1", "--timeout-ms", "2000")
         assert old_wait.json["error"]["code"] == "agent_replaced", old_wait
+        # a negative window: nothing may reach the new session
         time.sleep(1)
         assert "ghost" not in rt.read_text(pane_id)
         new = rt.cli("agent", "send", "gen", "fresh", "--generation", "2", "--wait")
@@ -230,6 +234,7 @@ def test_review_start_errors(tmp_path: Path) -> None:
     with review_runtime(tmp_path) as rt:
         rt.cli("agent", "start", "dup", "--kind", "codex", check=True)
         hooked(rt, "dup")
+        # let the agent settle at its prompt before counting panes
         time.sleep(0.5)
         before = pane_count(rt)
         conflict = rt.cli("agent", "start", "dup", "--kind", "claude")
@@ -323,6 +328,7 @@ def test_review_fork_errors_and_provenance(tmp_path: Path) -> None:
         assert wt["branch"] == "pebrel/fork-a" and wt["created"] is True
         assert rt.ok("agent.get", {"agent": "Fork-A"})["worktree"] == wt
         hooked(rt, "Fork-A")
+        # let the forked agent settle at its prompt
         time.sleep(0.5)
 
         def state() -> tuple[Any, ...]:
@@ -425,6 +431,7 @@ def test_review_delegate_exactly_once_wrapped(tmp_path: Path) -> None:
             stdin=subprocess.DEVNULL,
             check=True,
         )
+        # a negative window: a second delivery would arrive within it
         time.sleep(2.5)
         final = log.read_text()
         assert final.count("<worker_output") == 1 and "DUP" not in final
