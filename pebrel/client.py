@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import json
 import socket
-import time
 from pathlib import Path
 from typing import Any
 
@@ -103,22 +102,3 @@ class Client:
 
 def unavailable_envelope(message: str) -> dict[str, Any]:
     return error_response(None, PebrelError(ErrorCode.RUNTIME_UNAVAILABLE, message))
-
-
-def wait_until_answering(directory: Path, pid: int | None, timeout_s: float) -> PortInfo:
-    """Poll for a runtime.port of `pid` (any if None) that answers PING; used by `runtime start`."""
-    deadline = time.monotonic() + timeout_s
-    last = "runtime did not write runtime.port"
-    while time.monotonic() < deadline:
-        try:
-            info = read_port_file(directory)
-            if pid is None or info.pid == pid:
-                with Client(directory, timeout_s=5) as client:
-                    if client.ping().startswith("PONG"):
-                        return info
-        except (PortFileError, RuntimeUnavailable, OSError) as exc:
-            last = str(exc)
-        if pid is not None and not pid_alive(pid):
-            raise RuntimeUnavailable("the runtime process exited during start; see runtime.log")
-        time.sleep(0.05)
-    raise RuntimeUnavailable(last)

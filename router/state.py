@@ -258,14 +258,6 @@ class RouterState:
                 return tab
         raise KeyError((window_id, tab_index))
 
-    def flat_panes(self) -> list[dict[str, Any]]:
-        return [
-            pane
-            for win in self._snapshot.get("windows", [])
-            for tab in win["tabs"]
-            for pane in tab["panes"]
-        ]
-
 
 def new_tab(pane_id: int, cols: int, rows: int) -> Tab:
     return Tab(root=Leaf(pane_id), focused_pane=pane_id, cols=cols, rows=rows)

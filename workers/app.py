@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -37,7 +36,6 @@ from workers.shells import launch_spec
 
 logger = logging.getLogger(__name__)
 
-CONFIG_ENV = "PEBREL_WORKER_CONFIG"
 FOREGROUND_POLL_S = 0.05
 WRITE_DEADLINE_S = 10.0
 #: Bytes fed to the screen per loop turn, so requests are served during a flood.
@@ -61,11 +59,6 @@ class WorkerConfig:
     log_path: str
     #: `[[screen_rules]]` from settings, matched before the shipped rules.
     screen_rules: list[dict[str, Any]] = field(default_factory=list)
-
-    @staticmethod
-    def from_env() -> WorkerConfig:
-        raw: dict[str, Any] = json.loads(os.environ[CONFIG_ENV])
-        return WorkerConfig(**raw)
 
 
 @dataclass(slots=True)
@@ -431,13 +424,8 @@ def _screen_rules(config: WorkerConfig) -> list[Rule]:
         return load_rules([])
 
 
-def main() -> None:
-    """Entry of `python -m workers`: one pane worker configured from the environment."""
-    run_worker(WorkerConfig.from_env())
-
-
 def run_worker(config: WorkerConfig) -> None:
-    """Run one pane worker until its pane closes (also the fork server's child entry)."""
+    """Run one pane worker until its pane closes (the fork server's child entry)."""
     logging.basicConfig(
         filename=config.log_path,
         level=os.environ.get("PEBREL_LOG_LEVEL", "INFO").upper(),

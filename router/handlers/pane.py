@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from pebrel.errors import ErrorCode, PebrelError
@@ -21,9 +22,11 @@ async def split(rt: Runtime, params: Params) -> Result:
         if shell_id
         else default_shell(rt.settings, rt.base_env)
     )
-    directory = rt.check_cwd(params.get("cwd")) or rt.check_cwd(shell.cwd) or target.cwd
-    if not directory or not rt.check_cwd_exists(directory):
-        directory = rt.launch_cwd
+    directory = rt.check_cwd(params.get("cwd")) or rt.check_cwd(shell.cwd)
+    if directory is None:
+        # The split pane's cwd, unless that directory is gone by now.
+        exists = os.path.isabs(target.cwd) and os.path.isdir(target.cwd)
+        directory = target.cwd if exists else rt.launch_cwd
     window, _, tab = rt.state.locate(target)
     pane = await rt.spawn_pane(window, shell, directory, target.cols, target.rows)
     if target.key not in rt.state.panes:

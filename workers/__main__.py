@@ -1,5 +1,0 @@
-from __future__ import annotations
-
-from workers.app import main
-
-main()
