@@ -6,7 +6,9 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -29,6 +31,52 @@ def set_child_subreaper() -> bool:
 
 def set_parent_death_signal(sig: int = signal.SIGTERM) -> bool:
     return _prctl(_PR_SET_PDEATHSIG, int(sig))
+
+
+#: Children this process started itself. A subreaper that ends the orphans it inherits must
+#: never take one of these for an orphan: starting one and registering it happen under the
+#: same lock as the orphan scan.
+OWN_CHILDREN: set[int] = set()
+OWN_CHILDREN_LOCK = threading.Lock()
+
+
+def own_child(pid: int) -> None:
+    with OWN_CHILDREN_LOCK:
+        OWN_CHILDREN.add(pid)
+
+
+def forget_child(pid: int) -> None:
+    with OWN_CHILDREN_LOCK:
+        OWN_CHILDREN.discard(pid)
+
+
+def run_owned(
+    argv: list[str], timeout_s: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """subprocess.run for a short helper command (git, say), registered as our own child.
+
+    Raises subprocess.TimeoutExpired after killing the command, like subprocess.run.
+    """
+    with OWN_CHILDREN_LOCK:
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        OWN_CHILDREN.add(proc.pid)
+    try:
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    finally:
+        forget_child(proc.pid)
 
 
 def descendants(pid: int) -> list[psutil.Process]:

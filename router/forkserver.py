@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from pebrel import proctree
 from pebrel.errors import ErrorCode, PebrelError
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ class ForkServer:
         return self.proc.pid if self.proc is not None else None
 
     def start(self) -> None:
-        with open(self.log_path, "ab") as log:
+        with open(self.log_path, "ab") as log, proctree.OWN_CHILDREN_LOCK:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "workers.forkserver"],
                 stdin=subprocess.PIPE,
@@ -49,6 +50,7 @@ class ForkServer:
                 close_fds=True,
                 start_new_session=True,
             )
+            proctree.OWN_CHILDREN.add(self.proc.pid)  # never taken for an orphan
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         os.set_blocking(fd, False)

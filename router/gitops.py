@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from pebrel import proctree
 from pebrel.errors import ErrorCode, PebrelError
 
 logger = logging.getLogger(__name__)
@@ -64,15 +65,8 @@ def git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProcess
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     argv = ["git", "-C", cwd, *args]
     try:
-        done = subprocess.run(
-            argv,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        # Registered as the router's own child: the orphan reaper must not kill it.
+        done = proctree.run_owned(argv, GIT_TIMEOUT_S, env)
     except FileNotFoundError as exc:
         raise PebrelError(ErrorCode.GIT_UNAVAILABLE, "git is not installed", {}) from exc
     except subprocess.TimeoutExpired as exc:

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -66,8 +65,6 @@ class Runtime:
         self.closing = False
         #: Children the router started itself (workers, frontend): never orphans. Guarded by a
         #: lock because spawning and orphan reaping run in executor threads.
-        self.own_children: set[int] = set()
-        self.children_lock = threading.Lock()
         self.background: set[asyncio.Future[Any]] = set()
 
     # -- change notification -----------------------------------------------------------------
@@ -112,10 +109,6 @@ class Runtime:
                 ErrorCode.INVALID_PARAMS, f"cwd {cwd!r} is not an absolute directory", {"cwd": cwd}
             )
         return cwd
-
-    @staticmethod
-    def check_cwd_exists(cwd: str) -> bool:
-        return os.path.isabs(cwd) and os.path.isdir(cwd)
 
     async def spawn_pane(
         self, window: Window, shell: ShellChoice, cwd: str, cols: int, rows: int
@@ -327,12 +320,10 @@ class Runtime:
                 return
 
     def adopt(self, pid: int) -> None:
-        with self.children_lock:
-            self.own_children.add(pid)
+        proctree.own_child(pid)
 
     def disown(self, pid: int) -> None:
-        with self.children_lock:
-            self.own_children.discard(pid)
+        proctree.forget_child(pid)
 
     def reap_orphans(self) -> None:
         """Kill and reap every child of the router that it did not start itself.
@@ -343,12 +334,12 @@ class Runtime:
         import psutil
 
         for _ in range(50):
-            with self.children_lock:
+            with proctree.OWN_CHILDREN_LOCK:
                 try:
                     children = psutil.Process().children()
                 except psutil.Error:
                     return
-                orphans = [c for c in children if c.pid not in self.own_children]
+                orphans = [c for c in children if c.pid not in proctree.OWN_CHILDREN]
             if not orphans:
                 return
             for orphan in orphans:
