@@ -132,8 +132,12 @@ class Worker:
             if isinstance(part, OscEvent):
                 self._on_osc(part)
             else:
-                for start in range(0, len(part), FEED_SLICE):
-                    self.screen.feed(part[start : start + FEED_SLICE])
+                try:
+                    for start in range(0, len(part), FEED_SLICE):
+                        self.screen.feed(part[start : start + FEED_SLICE])
+                except Exception:
+                    # A parser fault loses the rest of this chunk, never the pane.
+                    logger.exception("the screen could not take a chunk of output")
                 self.screen_rules.screen_changed()
         title = self.screen.title
         if title != self.title:

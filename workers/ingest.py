@@ -1,0 +1,273 @@
+"""Fast ingestion: plain text floods go to scrollback without passing through pyte.
+
+pyte is the VT parser of record, but it handles one character at a time. Most of a flood (a
+build log, ``cat`` of a file, a test run) is printable ASCII, CR LF line ends and SGR colour
+changes, and most of it scrolls off the screen before anyone looks. :class:`FastIngest` holds
+such "safe" bytes back instead of parsing them, and when enough have piled up it works out
+which lines must scroll off: their rows go straight into the screen's compact history (text
+and soft-wrap flags, exactly as :class:`workers.vt.TrackedScreen` would have recorded them),
+the SGR sequences that still matter are fed to pyte, the screen is cleared with the cursor at
+the top, and only the last screenful of held bytes stays pending. Everything else (any other
+control or escape sequence, non-ASCII text, a bare LF, modes other than plain autowrap, the
+alternate screen) goes to pyte as before, after the held bytes.
+
+Held bytes are applied (:meth:`FastIngest.flush`) before anything looks at the screen; state
+that safe bytes cannot change (title, modes, alternate screen) may be read without a flush.
+The differential test in ``tests/unit/test_ingest_differential.py`` feeds a corpus through
+this path and through plain pyte and requires identical screens, cursors, modes and history.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from itertools import repeat
+
+import pyte
+from pyte import modes
+
+from workers.vt import TrackedScreen
+
+COMPACT_BYTES = 32 * 1024
+"""Held bytes beyond this are compacted as they arrive."""
+
+SQUASH_MIN_CRS = 16
+"""A partial line with more carriage returns than this has its overwritten frames dropped."""
+
+# Printable ASCII, CR, LF and complete SGR sequences with plain numeric parameters.
+_SAFE_RUN = re.compile(rb"[\x20-\x7e\r\n]*(?:\x1b\[[0-9;]*m[\x20-\x7e\r\n]*)*")
+_SGR = re.compile(rb"\x1b\[[0-9;]*m")
+# What a chunk may end with while an SGR sequence is still being received.
+_SGR_PREFIX = re.compile(rb"\x1b(?:\[[0-9;]*)?")
+_SGR_RESETS = (b"\x1b[0m", b"\x1b[m")
+
+
+@functools.lru_cache(maxsize=8)
+def _rows_pattern(cols: int) -> re.Pattern[str]:
+    """One screen row of CR LF text: up to ``cols`` characters, then the line end if it ends."""
+    return re.compile(rf"([^\r\n]{{0,{cols}}})(\r\n)?")
+
+
+def render_rows(line: str, cols: int) -> list[tuple[str, bool]]:
+    """The history rows of one printable-ASCII line drawn from column 0 of a blank row.
+
+    ``line`` may contain CRs (each returns to column 0 of the current row); a line wider than
+    ``cols`` wraps. Every row but the last is a full soft-wrapped row; the last is trimmed.
+    """
+    rows = [""]
+    x = 0
+    for index, segment in enumerate(line.split("\r")):
+        if index:
+            x = 0
+        pos = 0
+        while pos < len(segment):
+            if x == cols:
+                rows.append("")
+                x = 0
+            count = min(cols - x, len(segment) - pos)
+            row = rows[-1]
+            rows[-1] = row[:x] + segment[pos : pos + count] + row[x + count :]
+            x += count
+            pos += count
+    last = rows.pop()
+    return [(row, True) for row in rows] + [(last.rstrip(), False)]
+
+
+def squash_overwrites(piece: bytes, cols: int) -> bytes:
+    """Drop the frames of a CR-rewritten line that later frames cover completely.
+
+    ``piece`` holds no LF. Frames after the first start at column 0; one no longer than some
+    later frame is fully overwritten, so only its SGR sequences (which still change the
+    attributes) are kept. Nothing is dropped if any later frame could wrap.
+    """
+    frames = piece.split(b"\r")
+    later = frames[1:]
+    widths = [len(_SGR.sub(b"", frame)) for frame in later]
+    if not later or max(widths) > cols:
+        return piece
+    kept: list[bytes] = [later[-1]]
+    best = widths[-1]
+    dropped: list[bytes] = []
+    for frame, width in zip(reversed(later[:-1]), reversed(widths[:-1]), strict=True):
+        if width > best:
+            kept.append(b"".join(reversed(dropped)) + b"\r")
+            dropped = []
+            kept.append(frame)
+            best = width
+        else:
+            dropped.extend(reversed(_SGR.findall(frame)))
+    kept.append(b"".join(reversed(dropped)) + b"\r")
+    kept.append(frames[0])
+    return b"".join(reversed(kept))
+
+
+class FastIngest:
+    """Feeds a :class:`TrackedScreen`, holding back and compacting safe bytes."""
+
+    def __init__(self, screen: TrackedScreen, stream: pyte.ByteStream) -> None:
+        self.screen = screen
+        self.stream = stream
+        self.pending: list[bytes] = []
+        self.pending_size = 0
+        self.compact_bytes = COMPACT_BYTES
+        self.carry = b""  # an SGR sequence cut by the end of the last chunk
+        # The screen was cleared by a compaction: blank, cursor at (0, 0), pending follows.
+        self.blank_top = False
+
+    # -- feeding ------------------------------------------------------------------------------
+    def feed(self, data: bytes) -> None:
+        if self.carry:
+            data = self.carry + data
+            self.carry = b""
+        pos = 0
+        end = len(data)
+        while pos < end:
+            if not self.pending and not self._ready():
+                pos = self._feed_slow(data, pos)
+                continue
+            stop = _SAFE_RUN.match(data, pos).end()  # type: ignore[union-attr]
+            if stop > pos:
+                self.pending.append(data[pos:stop] if pos or stop < end else data)
+                self.pending_size += stop - pos
+                pos = stop
+            if pos < end:
+                if _SGR_PREFIX.fullmatch(data, pos):
+                    self.carry = data[pos:]
+                    break
+                self.flush()
+                pos = self._feed_slow(data, pos)
+        if self.pending_size > self.compact_bytes:
+            self._compact()
+
+    def _feed_slow(self, data: bytes, pos: int) -> int:
+        """Feed pyte up to the next LF (or the end); return where to go on."""
+        newline = data.find(b"\n", pos)
+        stop = len(data) if newline < 0 else newline + 1
+        self.stream.feed(data[pos:stop])
+        return stop
+
+    def flush(self) -> None:
+        """Apply everything held back, so the screen is exact."""
+        if self.pending:
+            if self.pending_size > self.screen.columns * self.screen.lines:
+                self._compact()
+            data = b"".join(self.pending)
+            self.pending = []
+            self.pending_size = 0
+            self.blank_top = False
+            self.stream.feed(data)
+        if self.carry:
+            carry, self.carry = self.carry, b""
+            self.stream.feed(carry)
+
+    def _ready(self) -> bool:
+        """Whether pyte is where safe bytes could be held back: ground state, plain modes."""
+        stream = self.stream
+        screen = self.screen
+        mode = screen.mode
+        margins = screen.margins
+        return bool(
+            stream._taking_plain_text
+            and stream.use_utf8
+            and not stream.utf8_decoder.getstate()[0]
+            and screen.main_saved is None
+            and (margins is None or (margins.top == 0 and margins.bottom == screen.lines - 1))
+            and modes.DECAWM in mode
+            and modes.IRM not in mode
+            and modes.LNM not in mode
+            and screen.cursor.x <= screen.columns
+        )
+
+    # -- compaction ---------------------------------------------------------------------------
+    def _compact(self) -> None:
+        data = b"".join(self.pending)
+        rows = self.screen.lines
+        cut = len(data)
+        for _ in range(rows):
+            cut = data.rfind(b"\n", 0, cut)
+            if cut < 0:
+                break
+        start: int | None = 0
+        if cut >= 0 and not self.blank_top:
+            start = self._reach_fresh_bottom(data, cut)
+        if start is None:
+            start = cut + 1
+        elif cut >= 0 and start <= cut:
+            head = data[start : cut + 1]
+            if not self._to_history(head):
+                self.stream.feed(head)  # a bare LF keeps its column: leave it to pyte
+                self.blank_top = False
+            start = cut + 1
+        tail = data[start:]
+        last_lf = tail.rfind(b"\n") + 1
+        if tail.count(b"\r", last_lf) > SQUASH_MIN_CRS:
+            tail = tail[:last_lf] + squash_overwrites(tail[last_lf:], self.screen.columns)
+        self.pending = [tail] if tail else []
+        self.pending_size = len(tail)
+
+    def _reach_fresh_bottom(self, data: bytes, cut: int) -> int | None:
+        """Feed whole lines to pyte until the cursor starts a blank bottom row.
+
+        Returns how much of ``data`` was fed, or None if the lines up to ``cut`` ran out first
+        (then everything up to ``cut`` has been fed).
+        """
+        screen = self.screen
+        bottom = screen.lines - 1
+        cursor = screen.cursor
+        start = 0
+        while not (
+            cursor.y == bottom
+            and cursor.x == 0
+            and not screen.buffer.get(bottom)
+            and not screen.wrapped[bottom]
+        ):
+            if start > cut:
+                return None
+            newline = data.find(b"\n", start)
+            self.stream.feed(data[start : newline + 1])
+            start = newline + 1
+            cursor = screen.cursor
+        return start
+
+    def _to_history(self, head: bytes) -> bool:
+        """Push the rows of ``head`` (whole lines) and the screen above them into history.
+
+        Returns False, changing nothing, if ``head`` has an LF without a CR before it.
+        """
+        text = _SGR.sub(b"", head).decode("ascii")
+        lines = text.split("\r\n")
+        if text.count("\n") != len(lines) - 1:
+            return False
+        lines.pop()
+        screen = self.screen
+        cols = screen.columns
+        history = screen.history
+        pushed = 0
+        if not self.blank_top:
+            for y in range(screen.lines - 1):
+                screen.push_history(screen.buffer.get(y), screen.wrapped[y])
+        if text.count("\r") > len(lines):  # a CR inside a line: render row by row
+            for line in lines:
+                rendered = render_rows(line, cols)
+                history.extend(rendered)
+                pushed += len(rendered)
+        elif max(map(len, lines)) <= cols:
+            history.extend(zip(map(str.rstrip, lines), repeat(False)))
+            pushed = len(lines)
+        else:
+            found = _rows_pattern(cols).findall(text)
+            found.pop()  # the empty match at the end
+            history.extend([(row.rstrip(), False) if end else (row, True) for row, end in found])
+            pushed = len(found)
+        screen.scrolled_total += pushed
+        reset = max(head.rfind(marker) for marker in _SGR_RESETS)
+        attributes = _SGR.findall(head, max(reset, 0))
+        if attributes:
+            self.stream.feed(b"".join(attributes))
+        screen.buffer.clear()
+        screen.wrapped = [False] * screen.lines
+        screen.cursor.x = 0
+        screen.cursor.y = 0
+        screen.dirty.update(range(screen.lines))
+        self.blank_top = True
+        return True
