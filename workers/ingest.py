@@ -31,6 +31,9 @@ from workers.vt import TrackedScreen
 COMPACT_BYTES = 32 * 1024
 """Held bytes beyond this are compacted as they arrive."""
 
+HELD_MAX_FACTOR = 2
+"""Held bytes that compaction cannot shrink below this many times ``compact_bytes`` go to pyte."""
+
 SQUASH_MIN_CRS = 16
 """A partial line with more carriage returns than this has its overwritten frames dropped."""
 
@@ -138,6 +141,8 @@ class FastIngest:
                 pos = self._feed_slow(data, pos)
         if self.pending_size > self.compact_bytes:
             self._compact()
+            if self.pending_size > HELD_MAX_FACTOR * self.compact_bytes:
+                self._apply_pending()  # e.g. one very long line: nothing to compact
 
     def _feed_slow(self, data: bytes, pos: int) -> int:
         """Feed pyte up to the next LF (or the end); return where to go on."""
@@ -151,14 +156,17 @@ class FastIngest:
         if self.pending:
             if self.pending_size > self.screen.columns * self.screen.lines:
                 self._compact()
-            data = b"".join(self.pending)
-            self.pending = []
-            self.pending_size = 0
-            self.blank_top = False
-            self.stream.feed(data)
+            self._apply_pending()
         if self.carry:
             carry, self.carry = self.carry, b""
             self.stream.feed(carry)
+
+    def _apply_pending(self) -> None:
+        data = b"".join(self.pending)
+        self.pending = []
+        self.pending_size = 0
+        self.blank_top = False
+        self.stream.feed(data)
 
     def _ready(self) -> bool:
         """Whether pyte is where safe bytes could be held back: ground state, plain modes."""

@@ -387,3 +387,19 @@ def test_random_mixes(case: int) -> None:
         compact=rng.choice((None, 1, 64, 512)),
         label=f"mix {case}",
     )
+
+
+def test_very_long_lines_are_not_held_back_without_bound() -> None:
+    """A line with no LF cannot be compacted: it goes to pyte once enough is held."""
+    rng = random.Random(f"{SEED}:long")
+    data = b"".join(
+        bytes(rng.randint(0x20, 0x7E) for _ in range(rng.randint(2000, 9000))) + b"\r\n"
+        for _ in range(4)
+    )
+    assert_same(chunked(data, rng), compact=256, label="long lines")
+    fast = PaneScreen(80, 24)
+    assert fast._ingest is not None
+    fast._ingest.compact_bytes = 256
+    for start in range(0, 1900, 100):
+        fast.feed(data[start : start + 100])
+        assert fast._ingest.pending_size <= 2 * 256 + 100
