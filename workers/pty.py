@@ -1,7 +1,12 @@
 """The PTY backend behind one small interface: spawn, read fd, write, resize, close.
 
-ptyprocess on POSIX gives the child a real controlling terminal (setsid + TIOCSCTTY), so job
-control and ctrl-c work. A pywinpty backend would sit behind the same interface on Windows
+The shell gets a real controlling terminal, so job control and ctrl-c work: it is started with
+``posix_spawn`` (a vfork-style clone: no copy of the worker's page tables, ~0.5 ms instead of
+the 3-4 ms of a fork) as a session leader that opens the PTY's terminal as its stdin, which
+makes it the controlling terminal, with stdout and stderr duplicated from it. Signals the
+worker ignores (Python ignores SIGPIPE and SIGXFSZ) are reset to their defaults, so
+``yes | head -1`` ends quietly as in any terminal. Where ``os.posix_spawn`` is missing,
+ptyprocess forks instead. A pywinpty backend would sit behind the same interface on Windows
 (not part of this version).
 """
 
@@ -9,11 +14,20 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
+import shutil
 import signal
+import struct
+import termios
 from dataclasses import dataclass
 
 from ptyprocess import PtyProcess
+
+# Dispositions a shell must not inherit from the Python worker.
+_RESET_SIGNALS = tuple(
+    sig for sig in (signal.SIGPIPE, getattr(signal, "SIGXFSZ", None)) if sig is not None
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,13 +36,61 @@ class ExitStatus:
     signal: int | None
 
 
+def _set_size(fd: int, cols: int, rows: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+def _close_on_exec_all() -> None:
+    """Make sure no descriptor of the worker leaks into the shell (posix_spawn closes none)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc/self/fd"):
+            if int(name) > 2:
+                with contextlib.suppress(OSError):
+                    os.set_inheritable(int(name), False)
+
+
+def _spawn(argv: list[str], env: dict[str, str], cwd: str, cols: int, rows: int) -> tuple[int, int]:
+    """Start ``argv`` on a new PTY as a session leader; return (master fd, pid)."""
+    # posix_spawn has no chdir action: the worker moves to the pane's directory itself (a
+    # relative command path then resolves there, as it would after a fork and chdir).
+    os.chdir(cwd)
+    executable = shutil.which(argv[0], path=env.get("PATH", os.defpath))
+    if executable is None:
+        raise FileNotFoundError(errno.ENOENT, "command not found", argv[0])
+    _close_on_exec_all()
+    master, slave = os.openpty()  # both close-on-exec
+    try:
+        _set_size(slave, cols, rows)
+        terminal = os.ttyname(slave)
+        pid = os.posix_spawn(
+            executable,
+            argv,
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, terminal, os.O_RDWR, 0),
+                (os.POSIX_SPAWN_DUP2, 0, 1),
+                (os.POSIX_SPAWN_DUP2, 0, 2),
+            ],
+            setsid=True,
+            setsigdef=_RESET_SIGNALS,
+            setsigmask=(),
+        )
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    return master, pid
+
+
 class PosixPty:
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, cols: int, rows: int):
-        self._proc = PtyProcess.spawn(argv, cwd=cwd, env=env, dimensions=(rows, cols))
-        self._proc.delayafterclose = 0
-        self._proc.delayafterterminate = 0
-        self.fd: int = self._proc.fd
-        self.pid: int = self._proc.pid
+        self._proc: PtyProcess | None = None  # kept alive: it closes its fd when collected
+        if hasattr(os, "posix_spawn"):
+            self.fd, self.pid = _spawn(argv, env, cwd, cols, rows)
+        else:
+            self._proc = PtyProcess.spawn(argv, cwd=cwd, env=env, dimensions=(rows, cols))
+            self.fd, self.pid = self._proc.fd, self._proc.pid
         os.set_blocking(self.fd, False)
 
     def read(self, size: int = 65536) -> bytes | None:
@@ -50,7 +112,7 @@ class PosixPty:
             return 0
 
     def resize(self, cols: int, rows: int) -> None:
-        self._proc.setwinsize(rows, cols)
+        _set_size(self.fd, cols, rows)
 
     def foreground_pgid(self) -> int | None:
         try:

@@ -21,3 +21,20 @@ def test_run_reports_real_exit_codes(runtime: Runtime) -> None:
     assert failed["status"] == "failed" and failed["exit_code"] == 7
     runtime.run(1, "echo marker-$((40+2))")
     assert "marker-42" in runtime.read_text(1)
+
+
+def test_shell_owns_its_terminal_with_default_signals(runtime: Runtime) -> None:
+    """R2.1: the pane's shell leads its own session on the pane's terminal (job control works)
+    and does not inherit the worker's ignored signals: `yes | head -1` ends quietly."""
+    runtime.run(1, "yes | head -1; echo pipe-status=${PIPESTATUS[0]}")
+    text = runtime.read_text(1)
+    assert "Broken pipe" not in text
+    assert "pipe-status=141" in text  # yes was killed by SIGPIPE (128 + 13)
+    runtime.run(1, 'echo sid=$(ps -o sid= -p $$ | tr -d " ") pid=$$ tty=$(tty)')
+    text = runtime.read_text(1)
+    assert "tty=/dev/pts/" in text
+    line = next(line for line in text.splitlines() if line.startswith("sid="))
+    sid, pid = (part.split("=")[1] for part in line.split()[:2])
+    assert sid == pid
+    runtime.run(1, "sleep 30 & jobs; kill %1")
+    assert "Running" in runtime.read_text(1)
