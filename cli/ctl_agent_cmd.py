@@ -5,14 +5,13 @@ from __future__ import annotations
 import click
 
 from cli.agent_cmd import deliver_then_wait
-from cli.ctl_cmd import ctl
 from cli.output import call, pretty_option, prune, wait_timeout_s, window_option
 from cli.pane_cmd import CLI_WAIT_TIMEOUT_MS, WAIT_STATES
 
 agent_option = click.option("--agent", required=True, help="Agent name or agent_id.")
 
 
-@ctl.command("agents")
+@click.command("agents")
 @window_option
 @pretty_option
 def agents(window_id: int | None, pretty: bool) -> None:
@@ -20,7 +19,7 @@ def agents(window_id: int | None, pretty: bool) -> None:
     call("agents.list", prune(window_id=window_id), pretty)
 
 
-@ctl.command("agent-get")
+@click.command("agent-get")
 @agent_option
 @click.option("--generation", type=click.IntRange(min=1))
 @pretty_option
@@ -29,7 +28,7 @@ def agent_get(agent: str, generation: int | None, pretty: bool) -> None:
     call("agent.get", prune(agent=agent, generation=generation), pretty)
 
 
-@ctl.command("agent-prompt")
+@click.command("agent-prompt")
 @agent_option
 @click.option("--generation", type=click.IntRange(min=1), required=True)
 @click.option("--text", required=True)
@@ -53,7 +52,7 @@ def agent_prompt(
     deliver_then_wait("agent.prompt", params, wait_state, timeout_ms, pretty)
 
 
-@ctl.command("agent-wait")
+@click.command("agent-wait")
 @agent_option
 @click.option("--generation", type=click.IntRange(min=1), required=True)
 @click.option("--state", type=WAIT_STATES, required=True)
@@ -77,7 +76,7 @@ def agent_wait(
     call("agent.wait", params, pretty, wait_timeout_s(timeout_ms, CLI_WAIT_TIMEOUT_MS))
 
 
-@ctl.command("agent-read")
+@click.command("agent-read")
 @agent_option
 @click.option("--generation", type=click.IntRange(min=1), required=True)
 @click.option("--lines", type=click.IntRange(1, 2000))
@@ -87,7 +86,7 @@ def agent_read(agent: str, generation: int, lines: int | None, pretty: bool) -> 
     call("agent.read", prune(agent=agent, generation=generation, lines=lines), pretty)
 
 
-@ctl.command("agent-fork")
+@click.command("agent-fork")
 @window_option
 @click.option("--source-pane", "source_pane_id", type=click.IntRange(min=1))
 @click.option("--source-cwd", type=click.Path(file_okay=False), help="Made absolute here.")
@@ -156,7 +155,7 @@ def read_workflow(path: str) -> dict[str, object]:
     return loaded
 
 
-@ctl.command("orchestrate")
+@click.command("orchestrate")
 @click.option(
     "--file",
     "path",

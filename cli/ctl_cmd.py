@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from cli.lazygroup import LazyGroup
 from cli.output import (
     call,
     pretty_option,
@@ -25,7 +26,20 @@ from cli.pane_cmd import (
 pane_option = click.option("--pane", "pane_id", type=click.IntRange(min=1), required=True)
 
 
-@click.group()
+#: ctl commands that live in other modules ("module:attribute").
+LAZY_COMMANDS = {
+    "subscribe": "cli.subscribe_cmd:subscribe",
+    "agents": "cli.ctl_agent_cmd:agents",
+    "agent-get": "cli.ctl_agent_cmd:agent_get",
+    "agent-prompt": "cli.ctl_agent_cmd:agent_prompt",
+    "agent-wait": "cli.ctl_agent_cmd:agent_wait",
+    "agent-read": "cli.ctl_agent_cmd:agent_read",
+    "agent-fork": "cli.ctl_agent_cmd:agent_fork",
+    "orchestrate": "cli.ctl_agent_cmd:orchestrate",
+}
+
+
+@click.group(cls=LazyGroup, lazy_commands=LAZY_COMMANDS)
 def ctl() -> None:
     """Full protocol commands; each prints one response envelope."""
 

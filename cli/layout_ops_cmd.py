@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import click
 
-from cli.layout_cmd import tab
 from cli.output import call, pretty_option, prune, window_option
-from cli.pane_cmd import pane
 
 
 def _bool(value: str) -> bool:
     return value.lower() in ("true", "1", "yes", "on")
 
 
-@pane.command("zoom")
+@click.command("zoom")
 @click.argument("pane_id", type=click.IntRange(min=1))
 @window_option
 @click.option(
@@ -29,7 +27,7 @@ def zoom(pane_id: int, window_id: int | None, zoomed: str, pretty: bool) -> None
     call("pane.zoom", prune(window_id=window_id, pane_id=pane_id, zoomed=_bool(zoomed)), pretty)
 
 
-@pane.command("resize")
+@click.command("resize")
 @click.argument("pane_id", type=click.IntRange(min=1))
 @click.argument("ratio", type=click.FloatRange(0.05, 0.95))
 @window_option
@@ -39,7 +37,7 @@ def resize(pane_id: int, ratio: float, window_id: int | None, pretty: bool) -> N
     call("pane.resize", prune(window_id=window_id, pane_id=pane_id, ratio=ratio), pretty)
 
 
-@tab.command("rename")
+@click.command("rename")
 @click.argument("tab_index", type=click.IntRange(min=0))
 @click.argument("name", required=False)
 @window_option
@@ -56,7 +54,7 @@ def rename(
     call("tab.rename", params, pretty)
 
 
-@tab.command("move")
+@click.command("move")
 @click.argument("tab_index", type=click.IntRange(min=0))
 @click.argument("to_index", type=click.IntRange(min=0))
 @window_option

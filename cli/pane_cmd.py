@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
+from cli.lazygroup import LazyGroup
 from cli.output import (
     EXIT_UNAVAILABLE,
     Unreachable,
@@ -29,7 +30,10 @@ WAIT_STATES = click.Choice(
 pane_arg = click.argument("pane_id", type=click.IntRange(min=1))
 
 
-@click.group()
+@click.group(
+    cls=LazyGroup,
+    lazy_commands={"zoom": "cli.layout_ops_cmd:zoom", "resize": "cli.layout_ops_cmd:resize"},
+)
 def pane() -> None:
     """List, read, type into, wait on and run commands in panes."""
 

@@ -7,12 +7,11 @@ import sys
 
 import click
 
-from cli.ctl_cmd import ctl
 from cli.output import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, emit, prune
 from pebrel.client import Client, RuntimeUnavailable, unavailable_envelope
 
 
-@ctl.command("subscribe")
+@click.command("subscribe")
 @click.option("--since", "since_revision", type=click.IntRange(min=0), help="Last revision seen.")
 @click.option("--runtime-id", help="runtime_id that --since belongs to.")
 @click.option("--count", type=click.IntRange(min=1), help="Exit after this many events.")

@@ -1,6 +1,7 @@
 """The client library: find the runtime, send one request, read its answer.
 
-Deliberately light (socket + json): every CLI call imports it.
+Deliberately light (socket + json): every CLI call imports it. No pathlib (see pebrel.datadir),
+and what only a failure needs (pebrel.errors pulls in secrets and hashlib) is imported there.
 """
 
 from __future__ import annotations
@@ -8,12 +9,13 @@ from __future__ import annotations
 import itertools
 import json
 import socket
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pebrel.datadir import PortFileError, PortInfo, data_dir, pid_alive, read_port_file
+from pebrel.datadir import PortFileError, PortInfo, data_dir_name, pid_alive, read_port_file
 from pebrel.envelope import RequestId, encode_request, error_response
-from pebrel.errors import ErrorCode, PebrelError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: Default deadline of one client call, in seconds (waiting calls add their own timeout).
 DEFAULT_TIMEOUT_S = 30.0
@@ -25,7 +27,7 @@ class RuntimeUnavailable(Exception):
     """No runtime answers for this data dir; the message says why."""
 
 
-def locate(directory: Path | None = None) -> PortInfo:
+def locate(directory: Path | str | None = None) -> PortInfo:
     try:
         info = read_port_file(directory)
     except PortFileError as exc:
@@ -41,15 +43,18 @@ class Client:
     """One persistent connection to the runtime."""
 
     def __init__(
-        self, directory: Path | None = None, timeout_s: float | None = DEFAULT_TIMEOUT_S
+        self, directory: Path | str | None = None, timeout_s: float | None = DEFAULT_TIMEOUT_S
     ) -> None:
-        self.directory = directory or data_dir()
+        self.directory = directory or data_dir_name()
         self.info = locate(self.directory)
+        # A plain connect to the literal address: socket.create_connection resolves the host
+        # with getaddrinfo, which imports the idna codec (~1 ms) on every CLI call.
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            self.sock = socket.create_connection(
-                ("127.0.0.1", self.info.port), timeout=CONNECT_TIMEOUT_S
-            )
+            self.sock.settimeout(CONNECT_TIMEOUT_S)
+            self.sock.connect(("127.0.0.1", self.info.port))
         except OSError as exc:
+            self.sock.close()
             raise RuntimeUnavailable(
                 f"runtime on port {self.info.port} does not accept connections: {exc}"
             ) from exc
@@ -101,4 +106,6 @@ class Client:
 
 
 def unavailable_envelope(message: str) -> dict[str, Any]:
+    from pebrel.errors import ErrorCode, PebrelError
+
     return error_response(None, PebrelError(ErrorCode.RUNTIME_UNAVAILABLE, message))

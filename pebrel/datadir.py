@@ -1,14 +1,19 @@
-"""Data dir location and the `runtime.port` discovery file (DESIGN "Data dir and discovery")."""
+"""Data dir location and the `runtime.port` discovery file (DESIGN "Data dir and discovery").
+
+Every CLI call reads `runtime.port`, so that path (`data_dir_name`, `read_port_file`) does without
+pathlib: outside an editable install nothing else has imported it, and it costs ~3 ms.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PORT_FILE = "runtime.port"
 LOG_FILE = "runtime.log"
@@ -19,6 +24,8 @@ SETTINGS_FILE = "settings.toml"
 
 def data_dir() -> Path:
     """`$PEBREL_DATA_DIR`, else `$XDG_DATA_HOME/pebrel`, else the platform default."""
+    from pathlib import Path
+
     explicit = os.environ.get("PEBREL_DATA_DIR")
     if explicit:
         return Path(explicit).expanduser().absolute()
@@ -31,14 +38,38 @@ def data_dir() -> Path:
     return Path.home() / ".local" / "share" / "pebrel"
 
 
+def data_dir_name() -> str:
+    """`str(data_dir())`, without importing pathlib when the POSIX path is already plain.
+
+    Plain: absolute, and none of the spellings pathlib rewrites (`//`, `/./`, a trailing `/` or
+    `/.`); that makes it the very string pathlib would give. Anything else asks pathlib.
+    """
+    if sys.platform != "win32":
+        explicit = os.environ.get("PEBREL_DATA_DIR")
+        if explicit:
+            name = explicit
+        else:
+            base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~") + "/.local/share"
+            name = base + "/pebrel"
+        plain = name.startswith("/") and "//" not in name and "/./" not in name
+        if plain and not name.endswith(("/", "/.")):
+            return name
+    return str(data_dir())
+
+
 def ensure_data_dir() -> Path:
     path = data_dir()
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
 
 
-@dataclass(frozen=True, slots=True)
-class PortInfo:
+class PortInfo(NamedTuple):
+    """The contents of `runtime.port`.
+
+    A NamedTuple rather than a dataclass: every CLI call reads this file, and importing
+    dataclasses and building a frozen slotted class costs it more than a millisecond.
+    """
+
     port: int
     token: str
     pid: int
@@ -63,10 +94,12 @@ class PortFileError(Exception):
     """The discovery file is missing or unreadable; the message says which."""
 
 
-def read_port_file(directory: Path | None = None) -> PortInfo:
-    path = (directory or data_dir()) / PORT_FILE
+def read_port_file(directory: Path | str | None = None) -> PortInfo:
+    folder = data_dir_name() if directory is None else str(directory)
+    path = os.path.join(folder, PORT_FILE)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as handle:
+            raw = json.loads(handle.read())
         return PortInfo(
             port=int(raw["port"]),
             token=str(raw["token"]),
@@ -77,13 +110,15 @@ def read_port_file(directory: Path | None = None) -> PortInfo:
             runtime_id=str(raw["runtime_id"]),
         )
     except FileNotFoundError as exc:
-        raise PortFileError(f"no {PORT_FILE} in {path.parent}") from exc
+        raise PortFileError(f"no {PORT_FILE} in {folder}") from exc
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise PortFileError(f"unreadable {PORT_FILE}: {exc}") from exc
 
 
 def write_port_file(directory: Path, info: PortInfo) -> None:
     """Write atomically with mode 0600 (temp file in the same dir, then rename)."""
+    import tempfile  # only the runtime writes this file; the CLI never pays for the import
+
     fd, tmp = tempfile.mkstemp(prefix=".runtime.port.", dir=directory)
     try:
         os.fchmod(fd, 0o600)
@@ -93,7 +128,8 @@ def write_port_file(directory: Path, info: PortInfo) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, directory / PORT_FILE)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
 
 

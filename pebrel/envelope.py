@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pebrel import PROTOCOL, PROTOCOL_VERSION, SUPPORTED_VERSIONS
-from pebrel.errors import ErrorCode, PebrelError
+
+if TYPE_CHECKING:
+    from pebrel.errors import PebrelError
 
 MAX_REQUEST_LINE_BYTES = 4 * 1024 * 1024
 
 RequestId = int | str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
+    """One parsed request line.
+
+    A NamedTuple rather than a frozen dataclass: every CLI call imports this module, and the
+    dataclasses import plus building the class would cost it more than a millisecond.
+    """
+
     id: RequestId
     method: str
     params: dict[str, Any]
@@ -98,6 +104,10 @@ def peek_id(obj: object) -> RequestId:
 
 def parse_request(line: bytes) -> Request:
     """Parse one request line; raise PebrelError (invalid_request / protocol_version_mismatch)."""
+    # Imported here, not at the top: every CLI call imports this module and errors pulls in
+    # secrets (hashlib, OpenSSL); the router has it loaded already, so this is a dict lookup.
+    from pebrel.errors import ErrorCode, PebrelError
+
     try:
         obj = json.loads(line)
     except (ValueError, UnicodeDecodeError) as exc:

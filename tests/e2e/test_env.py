@@ -198,8 +198,12 @@ def test_env_lists_every_cli_command() -> None:
     from cli.main import main
 
     def walk(group: click.Group, prefix: list[str]) -> set[str]:
+        # list_commands/get_command, not group.commands: the groups load commands lazily.
+        ctx = click.Context(group)
         found: set[str] = set()
-        for name, command in group.commands.items():
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            assert command is not None, name
             if isinstance(command, click.Group):
                 found |= walk(command, [*prefix, name])
             else:
