@@ -1,4 +1,8 @@
-"""`python -m bench [--quick] [--reps N] [--out bench/RESULTS.md] [--only PHASE,...]`."""
+"""`python -m bench [--quick] [--reps N] [--out bench/RESULTS.md] [--only PHASE,...]`.
+
+Only a full run (every phase, not --quick) writes bench/RESULTS.md by default: a partial run
+prints its table and writes a file only where --out says, so it never replaces the full table.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,13 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from bench import report
+from bench import measure, report
 from bench.harness import Bench
-from bench.measure import PHASES, Config, Run, log
+from bench.load import under_load
+from bench.measure import Config, Run, log
+
+PHASES = [*measure.PHASES, ("load", "under load (16 flooding panes)", under_load)]
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -28,8 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out",
         type=Path,
-        default=Path(__file__).resolve().parent / "RESULTS.md",
-        help="where to write the results (default bench/RESULTS.md)",
+        default=None,
+        help="where to write the results (default bench/RESULTS.md for a full run; a --quick "
+        "or --only run writes no file unless --out is given)",
     )
     parser.add_argument(
         "--only", default="", help=f"comma-separated phases to run, of: {','.join(keys)}"
@@ -76,8 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     notes.append(f"wall time of the run: {time.monotonic() - started:.0f} s")
     rows = list(run.rows.values())
     print(report.console(rows))
-    args.out.write_text(report.markdown(rows, machine, notes), encoding="utf-8")
-    log(f"wrote {args.out}")
+    partial = config.quick or set(chosen) != set(keys)
+    out: Path | None = args.out or (None if partial else RESULTS)
+    if out is None:
+        log(f"partial run: {RESULTS} left as it is (pass --out FILE to keep this table)")
+    else:
+        out.write_text(report.markdown(rows, machine, notes), encoding="utf-8")
+        log(f"wrote {out}")
     return 0
 
 

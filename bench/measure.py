@@ -47,6 +47,13 @@ class Config:
     snapshot_panes: int = 64
     subscribers: int = 32
     sample_timeout_s: float = 120.0
+    # Under load (bench/load.py): each side's turn floods `load_panes` panes.
+    load_reps: int = 4
+    load_bytes: int = 50 * MB
+    load_panes: int = 16
+    load_measure_s: float = 4.0
+    load_request_timeout_s: float = 10.0
+    load_exec: int = 128
 
     @staticmethod
     def make(quick: bool, reps: int | None) -> Config:
@@ -62,8 +69,11 @@ class Config:
                 snapshots=10,
                 fanouts=3,
                 sample_timeout_s=60.0,
+                load_reps=reps or 2,
+                load_bytes=2 * MB,
+                load_measure_s=3.0,
             )
-        return Config(reps=reps or 7)
+        return Config(reps=reps or 7, load_reps=reps or 4)
 
 
 def log(message: str) -> None:

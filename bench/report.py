@@ -43,13 +43,16 @@ def machine_line(tmux_version: str, pebrel_version: str, mode: str) -> str:
 
 
 def _tail_label(row: Row) -> str:
-    return "p5" if row.higher_is_better else "p95"
+    return f"p{row.tail_q:g}"
 
 
-def _side(row: Row, summary: Summary | None) -> str:
-    if summary is None:
-        return "-"
-    return f"{fmt(summary.median)} {row.unit} ({_tail_label(row)} {fmt(summary.tail)})"
+def _side(row: Row, summary: Summary | None, side: str) -> str:
+    text = "-"
+    if summary is not None:
+        text = f"{fmt(summary.median)} {row.unit} ({_tail_label(row)} {fmt(summary.tail)})"
+    if side in row.attempts:
+        text += f"; failed {row.failures.get(side, 0)} of {row.attempts[side]}"
+    return text
 
 
 def cells(row: Row) -> list[str]:
@@ -58,19 +61,23 @@ def cells(row: Row) -> list[str]:
     theirs = row.summary("other")
     if row.failed and (mine is None or (row.comparator and theirs is None)):
         reason = f"n/a: {row.error}"
+        if "pebrel" in row.attempts:
+            reason += f" ({_side(row, mine, 'pebrel')})"
         return [row.what, reason, row.comparator or "(no equivalent)", "n/a", "-"]
-    pebrel_cell = _side(row, mine)
+    pebrel_cell = _side(row, mine, "pebrel")
     if row.failed:
         pebrel_cell += f" (incomplete: {row.error})"
     if row.comparator is None:
         spread = f"Pebrel {fmt(mine.low)}-{fmt(mine.high)}" if mine else "-"
         return [row.what, pebrel_cell, "(no equivalent: absolute figure)", "-", spread]
-    comp_cell = f"{row.comparator}: {_side(row, theirs)}"
+    comp_cell = f"{row.comparator}: {_side(row, theirs, 'other')}"
     ratio = "n/a"
     spread = "-"
     if mine and theirs:
-        if theirs.median > 0:
-            better = "higher is better" if row.higher_is_better else "lower is better"
+        better = "higher is better" if row.higher_is_better else "lower is better"
+        if row.ratio_of_tails and theirs.tail > 0:
+            ratio = f"{mine.tail / theirs.tail:.2f}x at {_tail_label(row)} ({better})"
+        elif not row.ratio_of_tails and theirs.median > 0:
             ratio = f"{mine.median / theirs.median:.2f}x ({better})"
         else:
             ratio = "n/a (comparator <= 0)"
@@ -80,7 +87,8 @@ def cells(row: Row) -> list[str]:
             f"{fmt(theirs.low)}-{fmt(theirs.high)}"
         )
         if ratios:
-            spread += f"; ratio {min(ratios):.2f}-{max(ratios):.2f}"
+            which = f"{_tail_label(row)} ratio" if row.ratio_of_tails else "ratio"
+            spread += f"; {which} {min(ratios):.2f}-{max(ratios):.2f}"
     return [row.what, pebrel_cell, comp_cell, ratio, spread]
 
 
@@ -145,8 +153,38 @@ METHOD = """\
 - Fan-out: 32 connections subscribe (`events.subscribe`); a `tab.rename` on another connection
   changes the snapshot; the clock runs from writing the rename until the last subscriber has
   read an event with a newer revision. tmux has no equivalent; the figure is absolute.
+- Under load: one side floods at a time, never both (the machine may have two cores). A turn
+  opens 16 new 80x24 windows on that side (`window.create` / `new-window`), types
+  `while :; do cat FILE; done` into each (FILE: 50 MB of the generated plain text; 2 MB with
+  `--quick`), waits until every pane shows the text and 16 `cat`s run at once, plus 0.5 s. For
+  4 s (3 s with `--quick`) it then cycles through the side's requests, the order rotated every
+  cycle, with a 5 ms pause after each: Pebrel `pane.read lines=24` of a 17th pane that stays
+  idle (made once per side, showing a known screen), `pane.read lines=24` of a flooded pane and
+  `runtime.snapshot` over the persistent connection; tmux `capture-pane -p` of the idle and of
+  the flooded pane, each over the persistent `tmux -C` client and as a new client process
+  (`tmux -L ... capture-pane -p -t %N`), and `list-panes -a` over `tmux -C`. The same
+  `pane.read` samples are set against both tmux comparators. The turn then closes its windows
+  and waits until no `cat` of the file is left and the side's processes use less than 0.15 of a
+  core. The side that goes first alternates across the repetitions (4; 2 with `--quick`; or
+  `--reps`). During Pebrel's turn the runtime holds 17 panes; `list-panes -a` lists 19 (the
+  control client's session and the `bench` session's first window too).
+- Under-load rows give the median of the per-repetition medians (p50) and the p99 pooled over
+  every sample of every repetition, and the ratio of the p99s; the spread is the range of the
+  per-repetition medians and of the per-repetition p99 ratios. A request fails on an error
+  envelope, a wrong answer (the idle pane's known text, the flood's text, the pane count), a
+  lost connection, or no answer within 10 s; the failures are counted in the cells ("failed N
+  of M") and their reasons listed in the notes, never dropped. Every request enters the
+  latencies, failed ones too, a timed-out one at 10 s.
+- Concurrent exec under load: at the end of each Pebrel turn, with the flood still running, one
+  burst of 128 connections opened at once, each sending `pane.exec argv=[echo, tok-<tag>-<i>]`
+  to the idle pane, and one burst of the asyncio floor (`create_subprocess_exec("echo", tok)` x
+  128, every output read), which goes first alternating across repetitions. A call is correct
+  only with `exit_code` 0, `stdout` exactly its own token and a newline, and an empty `stderr`;
+  the clock covers connecting, all answers and the checks. The cells count the calls that were
+  not correct; the notes give the correct answers per burst.
 - Every sample runs under a deadline; a stuck or failing sample marks its row "n/a: reason" and
-  the run goes on. Benchmarks are never timed assertions in the test suite.
+  the run goes on (under load: see above). Benchmarks are never timed assertions in the test
+  suite.
 """
 
 

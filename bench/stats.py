@@ -30,13 +30,12 @@ class Summary:
     reps: int
 
 
-def summarise(reps: list[list[float]], higher_is_better: bool) -> Summary | None:
+def summarise(reps: list[list[float]], tail_q: float) -> Summary | None:
     rep_medians = [statistics.median(rep) for rep in reps if rep]
     pooled = [value for rep in reps for value in rep]
     if not rep_medians:
         return None
-    # The tail is the bad end: p95 of a cost, p5 of a throughput.
-    tail = percentile(pooled, 5.0 if higher_is_better else 95.0)
+    tail = percentile(pooled, tail_q)
     return Summary(
         median=statistics.median(rep_medians),
         tail=tail,
@@ -56,10 +55,24 @@ class Row:
     unit: str
     comparator: str | None
     higher_is_better: bool = False
+    #: The percentile shown as the bad tail; None: p95 of a cost, p5 of a throughput.
+    tail_percentile: float | None = None
+    #: Compare the tails (e.g. p99 / p99) instead of the medians.
+    ratio_of_tails: bool = False
     pebrel: list[list[float]] = field(default_factory=list)
     other: list[list[float]] = field(default_factory=list)
+    #: Requests tried and failed per side ("pebrel" / "other"), for rows that count failures
+    #: instead of ending at the first one.
+    attempts: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     note: str = ""
+
+    @property
+    def tail_q(self) -> float:
+        if self.tail_percentile is not None:
+            return self.tail_percentile
+        return 5.0 if self.higher_is_better else 95.0
 
     def start_rep(self) -> None:
         self.pebrel.append([])
@@ -70,6 +83,11 @@ class Row:
             self.start_rep()
         (self.pebrel if side == "pebrel" else self.other)[-1].append(value)
 
+    def count(self, side: str, failed: bool) -> None:
+        """Count one request of `side`; a failed one is reported, it does not end the row."""
+        self.attempts[side] = self.attempts.get(side, 0) + 1
+        self.failures[side] = self.failures.get(side, 0) + int(failed)
+
     def fail(self, reason: str) -> None:
         if self.error is None:
             self.error = reason
@@ -79,14 +97,19 @@ class Row:
         return self.error is not None
 
     def summary(self, side: str) -> Summary | None:
-        return summarise(self.pebrel if side == "pebrel" else self.other, self.higher_is_better)
+        return summarise(self.pebrel if side == "pebrel" else self.other, self.tail_q)
 
     def ratios(self) -> list[float]:
-        """Pebrel / comparator of each repetition's medians (both sides present)."""
+        """Pebrel / comparator of each repetition's medians (or tails), both sides present."""
         out = []
         for mine, theirs in zip(self.pebrel, self.other, strict=False):
             if mine and theirs:
-                denominator = statistics.median(theirs)
+                if self.ratio_of_tails:
+                    numerator = percentile(mine, self.tail_q)
+                    denominator = percentile(theirs, self.tail_q)
+                else:
+                    numerator = statistics.median(mine)
+                    denominator = statistics.median(theirs)
                 if denominator > 0:
-                    out.append(statistics.median(mine) / denominator)
+                    out.append(numerator / denominator)
         return out
