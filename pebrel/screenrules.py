@@ -13,6 +13,7 @@ when hooks and program status are silent or missed an edge.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -92,8 +93,9 @@ def parse_rules(entries: Any, where: str) -> list[Rule]:
     return rules
 
 
+@functools.cache
 def shipped_rules() -> list[Rule]:
-    """The rules shipped as package data."""
+    """The rules shipped as package data (read and compiled once per process; do not mutate)."""
     text = resources.files("pebrel").joinpath(SHIPPED_RULES_FILE).read_text(encoding="utf-8")
     data = json.loads(text)
     return parse_rules(data.get("rules") if isinstance(data, dict) else data, SHIPPED_RULES_FILE)
