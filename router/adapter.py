@@ -9,7 +9,6 @@ Kept out of the router's process so bad or slow clients cannot stall the state o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import itertools
 import json
@@ -20,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
-import zmq.asyncio
 
 from pebrel import messages as m
 from pebrel import proctree
@@ -42,7 +40,6 @@ logger = logging.getLogger(__name__)
 CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
 PRINCIPAL_TOKEN = "token-holder"
 PRINCIPAL_LEGACY = "legacy"
-READ_CHUNK = 1 << 16
 #: Bytes a subscriber may leave unread before it is told `slow_consumer` and dropped
 #: (`PEBREL_SLOW_CONSUMER_BYTES` overrides it at runtime start).
 SLOW_CONSUMER_BYTES = int(os.environ.get("PEBREL_SLOW_CONSUMER_BYTES", 8 * 1024 * 1024))
@@ -51,7 +48,7 @@ SLOW_CONSUMER_BYTES = int(os.environ.get("PEBREL_SLOW_CONSUMER_BYTES", 8 * 1024 
 @dataclass(slots=True)
 class Connection:
     connection_id: int
-    writer: asyncio.StreamWriter
+    transport: asyncio.WriteTransport
     authenticated: bool = False
     legacy_pending: set[str] = field(default_factory=set)
     subscribe_pending: set[Any] = field(default_factory=set)
@@ -63,8 +60,8 @@ class Frontend:
     def __init__(self, endpoint: str, token: str, version: str) -> None:
         self.token = token
         self.version = version
-        self.ctx = zmq.asyncio.Context()
-        self.sock = self.ctx.socket(zmq.DEALER)
+        self.ctx: zmq.SyncContext = zmq.Context()
+        self.sock: zmq.SyncSocket = self.ctx.socket(zmq.DEALER)
         self.sock.setsockopt(zmq.IDENTITY, b"frontend")
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.SNDHWM, 0)
@@ -74,57 +71,23 @@ class Frontend:
         self.ids = itertools.count(1)
         self.legacy_ids = itertools.count(1)
         self.stop = asyncio.Event()
+        self.drain_scheduled = False
 
     def to_router(self, message: m.Message) -> None:
         self.sock.send(m.encode(message), flags=zmq.NOBLOCK)
+        # A send can consume the socket FD's edge with answers already waiting.
+        if not self.drain_scheduled and int(self.sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+            self.drain_scheduled = True
+            asyncio.get_running_loop().call_soon(self.from_router)
 
     # -- client side -------------------------------------------------------------------------------
-    async def serve_client(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        conn = Connection(next(self.ids), writer)
+    def opened(self, transport: asyncio.WriteTransport) -> Connection:
+        conn = Connection(next(self.ids), transport)
         self.connections[conn.connection_id] = conn
-        buffer = bytearray()
-        discarding = False
-        try:
-            while True:
-                chunk = await reader.read(READ_CHUNK)
-                if not chunk:
-                    return
-                buffer += chunk
-                while True:
-                    newline = buffer.find(b"\n")
-                    if newline < 0:
-                        if len(buffer) > MAX_REQUEST_LINE_BYTES:
-                            if not conn.authenticated:
-                                return
-                            discarding = True
-                            buffer.clear()
-                        break
-                    line = bytes(buffer[:newline])
-                    del buffer[: newline + 1]
-                    if discarding or len(line) > MAX_REQUEST_LINE_BYTES:
-                        discarding = False
-                        if not conn.authenticated:
-                            return
-                        self.reply_error(
-                            conn,
-                            None,
-                            PebrelError(
-                                ErrorCode.INVALID_REQUEST,
-                                f"request line longer than {MAX_REQUEST_LINE_BYTES} bytes",
-                                {"limit_bytes": MAX_REQUEST_LINE_BYTES},
-                            ),
-                        )
-                        continue
-                    if not self.on_line_guarded(conn, line.rstrip(b"\r")):
-                        return
-        except (ConnectionError, OSError):
-            return
-        finally:
-            self.connections.pop(conn.connection_id, None)
-            with contextlib.suppress(Exception):
-                writer.close()
+        return conn
+
+    def closed(self, conn: Connection) -> None:
+        if self.connections.pop(conn.connection_id, None) is not None and not self.sock.closed:
             self.to_router(m.ConnectionClosed(connection_id=conn.connection_id))
 
     def on_line_guarded(self, conn: Connection, line: bytes) -> bool:
@@ -142,26 +105,11 @@ class Frontend:
         if line.startswith((b"PING ", b"ATTACH ")) or line in (b"PING", b"ATTACH"):
             return self.on_legacy(conn, line)
         try:
-            obj: Any = json.loads(line)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            if not conn.authenticated:
-                return False
-            self.reply_error(
-                conn, None, PebrelError(ErrorCode.INVALID_REQUEST, "request line is not valid JSON")
-            )
-            return True
-        token = obj.get("token") if isinstance(obj, dict) else None
-        if not conn.authenticated:
-            if not self.token_ok(token):
-                return False
-            conn.authenticated = True
-        elif token is not None and not self.token_ok(token):
-            return False
-        try:
             request = parse_request(line)
-        except PebrelError as exc:
-            self.reply_error(conn, peek_id(obj), exc)
-            return True
+        except (PebrelError, RecursionError):
+            return self.on_bad_request(conn, line)
+        if not self.authenticate(conn, request.token):
+            return False
         if request.method == "events.subscribe":
             conn.subscribe_pending.add(request.id)
         try:
@@ -186,6 +134,35 @@ class Frontend:
                     {"method": request.method},
                 ),
             )
+        return True
+
+    def authenticate(self, conn: Connection, token: object) -> bool:
+        """A connection's first request must carry the token; later ones may leave it out."""
+        if not conn.authenticated:
+            if not self.token_ok(token):
+                return False
+            conn.authenticated = True
+        elif token is not None and not self.token_ok(token):
+            return False
+        return True
+
+    def on_bad_request(self, conn: Connection, line: bytes) -> bool:
+        """A line that is not a valid request: authenticate what can be, then say why."""
+        try:
+            obj: Any = json.loads(line)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            if not conn.authenticated:
+                return False
+            self.reply_error(
+                conn, None, PebrelError(ErrorCode.INVALID_REQUEST, "request line is not valid JSON")
+            )
+            return True
+        if not self.authenticate(conn, obj.get("token") if isinstance(obj, dict) else None):
+            return False
+        try:
+            parse_request(line)
+        except PebrelError as exc:
+            self.reply_error(conn, peek_id(obj), exc)
         return True
 
     def token_ok(self, token: object) -> bool:
@@ -214,27 +191,41 @@ class Frontend:
         return True
 
     def write(self, conn: Connection, data: bytes) -> None:
-        if not conn.writer.is_closing():
-            conn.writer.write(data)
+        if not conn.transport.is_closing():
+            conn.transport.write(data)
 
     def reply_error(self, conn: Connection, request_id: Any, error: PebrelError) -> None:
         self.write(conn, dump_line(error_response(request_id, error)))
 
     # -- router side -------------------------------------------------------------------------------
-    async def from_router(self) -> None:
-        while True:
-            frame = await self.sock.recv()
-            try:
-                message = m.decode(frame)
-            except m.MessageError:
-                logger.warning("undecodable message from router")
-                continue
-            if isinstance(message, m.RequestAnswered):
-                self.on_answer(message)
-            elif isinstance(message, m.SnapshotChanged):
-                self.on_snapshot(message)
-            elif isinstance(message, m.StopFrontend):
-                self.stop.set()
+    def from_router(self) -> None:
+        """Handle every message waiting on the socket (the FD is edge-triggered: drain it)."""
+        self.drain_scheduled = True
+        try:
+            while int(self.sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+                try:
+                    frame = self.sock.recv(flags=zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                try:
+                    message = m.decode(frame)
+                except m.MessageError:
+                    logger.warning("undecodable message from router")
+                    continue
+                try:
+                    self.on_router_message(message)
+                except Exception:
+                    logger.exception("frontend failed on a router message")
+        finally:
+            self.drain_scheduled = False
+
+    def on_router_message(self, message: m.Message) -> None:
+        if isinstance(message, m.RequestAnswered):
+            self.on_answer(message)
+        elif isinstance(message, m.SnapshotChanged):
+            self.on_snapshot(message)
+        elif isinstance(message, m.StopFrontend):
+            self.stop.set()
 
     def on_answer(self, answer: m.RequestAnswered) -> None:
         conn = self.connections.get(answer.connection_id)
@@ -272,7 +263,7 @@ class Frontend:
             if not forced and event.revision <= conn.last_revision:
                 continue
             conn.last_revision = event.revision
-            if conn.writer.transport.get_write_buffer_size() > SLOW_CONSUMER_BYTES:
+            if conn.transport.get_write_buffer_size() > SLOW_CONSUMER_BYTES:
                 self.drop_slow(conn)
                 continue
             self.write(conn, line)
@@ -285,23 +276,85 @@ class Frontend:
             {"backlog_limit_bytes": SLOW_CONSUMER_BYTES},
         )
         self.write(conn, dump_line(error_response(None, error)))
-        conn.writer.close()
+        conn.transport.close()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(sig, self.stop.set)
-        server = await asyncio.start_server(self.serve_client, "127.0.0.1", 0, limit=READ_CHUNK)
+        server = await loop.create_server(lambda: ClientProtocol(self), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
-        receiver = loop.create_task(self.from_router())
+        fd = self.sock.fileno()
+        loop.add_reader(fd, self.from_router)
+        loop.call_soon(self.from_router)
         self.to_router(m.FrontendStarted(port=port))
         await self.stop.wait()
         server.close()
         for conn in list(self.connections.values()):
-            conn.writer.close()
-        receiver.cancel()
+            conn.transport.close()
+        loop.remove_reader(fd)
         self.sock.close(linger=0)
         self.ctx.term()
+
+
+class ClientProtocol(asyncio.Protocol):
+    """One client connection: split JSON Lines and hand each line to the frontend.
+
+    A protocol rather than a stream reader: a request is handled in the callback that read
+    it, without a loop turn to wake a reading task.
+    """
+
+    def __init__(self, frontend: Frontend) -> None:
+        self.frontend = frontend
+        self.conn: Connection | None = None
+        self.buffer = bytearray()
+        self.discarding = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.conn = self.frontend.opened(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.conn is not None:
+            self.frontend.closed(self.conn)
+
+    def data_received(self, data: bytes) -> None:
+        conn = self.conn
+        assert conn is not None
+        if conn.transport.is_closing():
+            return
+        buffer = self.buffer
+        buffer += data
+        while True:
+            newline = buffer.find(b"\n")
+            if newline < 0:
+                if len(buffer) > MAX_REQUEST_LINE_BYTES:
+                    if not conn.authenticated:
+                        conn.transport.close()
+                        return
+                    self.discarding = True
+                    buffer.clear()
+                return
+            line = bytes(buffer[:newline])
+            del buffer[: newline + 1]
+            if self.discarding or len(line) > MAX_REQUEST_LINE_BYTES:
+                self.discarding = False
+                if not conn.authenticated:
+                    conn.transport.close()
+                    return
+                self.frontend.reply_error(
+                    conn,
+                    None,
+                    PebrelError(
+                        ErrorCode.INVALID_REQUEST,
+                        f"request line longer than {MAX_REQUEST_LINE_BYTES} bytes",
+                        {"limit_bytes": MAX_REQUEST_LINE_BYTES},
+                    ),
+                )
+                continue
+            if not self.frontend.on_line_guarded(conn, line.rstrip(b"\r")):
+                conn.transport.close()
+                return
 
 
 def main() -> None:
