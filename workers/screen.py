@@ -12,6 +12,7 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 
 from workers.ingest import FastIngest
 from workers.vt import BRACKETED_PASTE, DECCKM, TrackedScreen, Utf8Stream, row_text
@@ -47,9 +48,12 @@ class PaneScreen:
         self._screen = TrackedScreen(cols, rows, scrollback_lines, write_back, fast_draw=fast)
         self._stream = Utf8Stream(self._screen)
         self._ingest = FastIngest(self._screen, self._stream) if fast else None
+        # The last read's answer, valid until the next feed or resize.
+        self._read_cache: tuple[int, int, ReadResult] | None = None
 
     def feed(self, data: bytes) -> None:
         """Apply raw PTY output; UTF-8 is decoded incrementally (invalid bytes become U+FFFD)."""
+        self._read_cache = None
         if self._ingest is not None:
             self._ingest.feed(data)
         else:
@@ -62,6 +66,7 @@ class PaneScreen:
 
     def resize(self, cols: int, rows: int) -> None:
         """Change the screen size; rows pushed off the top go to scrollback."""
+        self._read_cache = None
         self.settle()
         self._screen.resize(rows, cols)
 
@@ -99,8 +104,17 @@ class PaneScreen:
         Rows joined by soft wraps form one logical line. Empty rows below both the cursor row
         and the last non-empty row are not content, nor is an empty cursor row at the end.
         If the lines would exceed ``max_bytes`` (UTF-8, joined by newlines), the oldest are
-        dropped and ``truncated`` is set.
+        dropped and ``truncated`` is set. Repeating a read with nothing fed in between answers
+        from a cache (the result must not be modified).
         """
+        cached = self._read_cache
+        if cached is not None and cached[0] == lines and cached[1] == max_bytes:
+            return cached[2]
+        result = self._read(lines, max_bytes)
+        self._read_cache = (lines, max_bytes, result)
+        return result
+
+    def _read(self, lines: int, max_bytes: int) -> ReadResult:
         self.settle()
         screen = self._screen
         alt = screen.main_saved is not None
@@ -155,6 +169,6 @@ def _count_logical(history: deque[tuple[str, bool]]) -> int:
     """Count logical lines starting in scrollback (the oldest row always starts one)."""
     if not history:
         return 0
-    continuing = sum(1 for _, wrapped in history if wrapped)
+    continuing: int = sum(map(itemgetter(1), history))
     # Every row that follows a wrapped row continues a line, except past the newest row.
     return len(history) - continuing + (1 if history[-1][1] else 0)

@@ -252,3 +252,16 @@ def test_erase_to_end_of_line_ends_the_continuation() -> None:
     screen = PaneScreen(10, 5)
     screen.feed(b"a" * 15 + b"\x1b[1;5H\x1b[K\x1b[2;6H")
     assert screen.read(10).lines == ["aaaa", "aaaaa"]
+
+
+def test_repeated_read_is_cached_until_output_or_resize() -> None:
+    """A read repeated with nothing in between is answered from a cache; output invalidates."""
+    screen = PaneScreen(80, 24)
+    screen.feed(b"one\r\ntwo\r\n")
+    first = screen.read(5)
+    assert screen.read(5) is first
+    assert screen.read(1) == ReadResult(["two"], 0, True)
+    screen.feed(b"three\r\n")
+    assert screen.read(5).lines == ["one", "two", "three"]
+    screen.resize(40, 2)
+    assert screen.read(5).history_available == 2
