@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from pebrel import proctree
 from pebrel.errors import ErrorCode, PebrelError
@@ -26,12 +26,20 @@ logger = logging.getLogger(__name__)
 SPAWN_TIMEOUT_S = 10.0
 
 
+class SpawnReply(NamedTuple):
+    """A forked worker; ``shell_pid`` is None if it did not report a running shell."""
+
+    pid: int
+    shell_pid: int | None
+    integrated: bool
+
+
 class ForkServer:
     def __init__(self, log_path: str, on_exit: Callable[[int, int | None], None]) -> None:
         self.log_path = log_path
         self.on_exit = on_exit
         self.proc: subprocess.Popen[bytes] | None = None
-        self.pending: dict[int, asyncio.Future[int]] = {}
+        self.pending: dict[int, asyncio.Future[SpawnReply]] = {}
         self.ids = itertools.count(1)
         self.buffer = b""
         self.alive: set[int] = set()
@@ -43,7 +51,7 @@ class ForkServer:
     def start(self) -> None:
         with open(self.log_path, "ab") as log, proctree.OWN_CHILDREN_LOCK:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "workers.forkserver"],
+                [sys.executable, "-m", "workers.forkserver", self.log_path],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -56,28 +64,28 @@ class ForkServer:
         os.set_blocking(fd, False)
         asyncio.get_running_loop().add_reader(fd, self._readable)
 
-    async def spawn(self, config: dict[str, Any]) -> int:
-        """Fork a pane worker with `config`; return its pid."""
+    async def spawn(self, config: dict[str, Any]) -> SpawnReply:
+        """Fork a pane worker with `config`; return its pid and, once it runs, its shell's."""
         if self.proc is None or self.proc.poll() is not None:
             logger.warning("fork server not running; starting it again")
             self.start()
         assert self.proc is not None and self.proc.stdin is not None
         request_id = next(self.ids)
-        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[SpawnReply] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = fut
         try:
             line = json.dumps({"id": request_id, "config": config}).encode() + b"\n"
             self.proc.stdin.write(line)
             self.proc.stdin.flush()
-            pid = await asyncio.wait_for(fut, SPAWN_TIMEOUT_S)
+            reply = await asyncio.wait_for(fut, SPAWN_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             raise PebrelError(
                 ErrorCode.ACTION_FAILED, f"could not start a pane worker: {exc}"
             ) from exc
         finally:
             self.pending.pop(request_id, None)
-        self.alive.add(pid)
-        return pid
+        self.alive.add(reply.pid)
+        return reply
 
     def _readable(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
@@ -108,7 +116,14 @@ class ForkServer:
         if fut is None or fut.done():
             return
         if "pid" in message:
-            fut.set_result(int(message["pid"]))
+            shell_pid = message.get("shell_pid")
+            fut.set_result(
+                SpawnReply(
+                    int(message["pid"]),
+                    None if shell_pid is None else int(shell_pid),
+                    bool(message.get("integrated")),
+                )
+            )
         else:
             fut.set_exception(
                 PebrelError(ErrorCode.ACTION_FAILED, f"fork failed: {message.get('error')}")

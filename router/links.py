@@ -32,6 +32,8 @@ class WorkerProcess:
     returncode: int | None = None
 
     def kill(self) -> None:
+        if self.pid <= 0:
+            return  # not forked yet (0 would signal our own process group)
         with contextlib.suppress(OSError):
             os.kill(self.pid, signal.SIGKILL)
 
@@ -64,8 +66,12 @@ async def request(
     """
     if link.dead:
         raise PebrelError(ErrorCode.INVALID_STATE, "the pane's worker is gone", _ids(link))
-    request_id = next(_request_ids)
     loop = asyncio.get_running_loop()
+    if not link.started.done():
+        began = loop.time()
+        await _connected(link, began + timeout_s)
+        timeout_s = max(0.0, timeout_s - (loop.time() - began))
+    request_id = next(_request_ids)
     fut: asyncio.Future[m.Message] = loop.create_future()
     link.pending[request_id] = fut
     deadline = loop.call_later(timeout_s, _expire, link, fut)
@@ -78,6 +84,19 @@ async def request(
     finally:
         deadline.cancel()
         link.pending.pop(request_id, None)
+
+
+async def _connected(link: WorkerLink, deadline: float) -> None:
+    """Wait until a just-started worker has connected (pane.split answers before that)."""
+    loop = asyncio.get_running_loop()
+    try:
+        await asyncio.wait_for(asyncio.shield(link.started), max(0.0, deadline - loop.time()))
+    except TimeoutError as exc:
+        raise PebrelError(
+            ErrorCode.RUNTIME_TIMEOUT, "the pane's worker did not connect in time", _ids(link)
+        ) from exc
+    if link.dead:
+        raise PebrelError(ErrorCode.INVALID_STATE, "the pane's worker is gone", _ids(link))
 
 
 def _expire(link: WorkerLink, fut: asyncio.Future[m.Message]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -36,6 +37,12 @@ SPAWN_TIMEOUT_S = 15.0
 CLOSE_TIMEOUT_S = 3.0
 
 
+def _retrieved(fut: asyncio.Future[Any]) -> None:
+    """Mark a start that nobody awaits as seen (a worker that died before connecting)."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 class Runtime:
     def __init__(
         self,
@@ -56,6 +63,9 @@ class Runtime:
         self.links: dict[tuple[int, int], WorkerLink] = {}
         #: Panes whose worker is starting: facts they report before the layout has them apply.
         self.starting: dict[tuple[int, int], Pane] = {}
+        # Worker exits the fork server reported while spawns were in flight, not yet matched.
+        self.exited_early: dict[int, int | None] = {}
+        self.spawns_in_flight = 0
         self._changed: dict[tuple[int, int], list[asyncio.Future[None]]] = {}
         self.on_revision: Callable[[], None] = lambda: None
         #: Called when hook or program evidence says a pane's agent finished its turn.
@@ -143,11 +153,46 @@ class Runtime:
         }
         loop = asyncio.get_running_loop()
         assert self.forkserver is not None
-        pid = await self.forkserver.spawn(config)
-        proc = WorkerProcess(pid)
-        link = WorkerLink(window.window_id, pane_id, proc, loop.create_future())
+        # Registered before the fork: the worker may connect, and report its first prompt,
+        # before the fork server's reply is handled here.
+        link = WorkerLink(window.window_id, pane_id, WorkerProcess(0), loop.create_future())
         self.links[pane.key] = link
         self.starting[pane.key] = pane
+        self.spawns_in_flight += 1
+        try:
+            reply = await self.forkserver.spawn(config)
+        except BaseException:
+            self.links.pop(pane.key, None)
+            self.starting.pop(pane.key, None)
+            raise
+        finally:
+            self.spawns_in_flight -= 1
+        link.proc.pid = reply.pid
+        if reply.pid in self.exited_early:
+            link.proc.returncode = self.exited_early.pop(reply.pid)
+            self._worker_exited(link)
+        if not self.spawns_in_flight:
+            self.exited_early.clear()
+        if link.dead:
+            self.starting.pop(pane.key, None)
+            raise PebrelError(ErrorCode.ACTION_FAILED, "the pane's worker exited during start")
+        if reply.shell_pid is not None:
+            # The shell runs: answer now. The worker connects a moment later; requests to it
+            # wait for that (links.request), and if it dies first the pane is marked exited.
+            self.starting.pop(pane.key, None)
+            pane.pid = reply.shell_pid
+            pane.worker_pid = reply.pid
+            pane.integrated = pane.tracker.integrated = reply.integrated
+            link.started.add_done_callback(_retrieved)
+        else:
+            await self._await_started(pane, link, shell)
+        pane.started = True
+        self.state.panes[pane.key] = pane
+        logger.info("pane started", extra={"window_id": pane.window_id, "pane_id": pane_id})
+        return pane
+
+    async def _await_started(self, pane: Pane, link: WorkerLink, shell: ShellChoice) -> None:
+        """Wait for the worker's own report (it could not say through the fork server)."""
         try:
             started = await asyncio.wait_for(asyncio.shield(link.started), SPAWN_TIMEOUT_S)
         except (TimeoutError, PebrelError) as exc:
@@ -165,10 +210,6 @@ class Runtime:
                 f"could not start the shell: {started.reason}",
                 {"shell": shell.shell_id},
             )
-        pane.started = True
-        self.state.panes[pane.key] = pane
-        logger.info("pane started", extra={"window_id": pane.window_id, "pane_id": pane_id})
-        return pane
 
     # -- worker events ---------------------------------------------------------------------------
     def on_worker_message(self, message: m.Message) -> None:
@@ -318,6 +359,9 @@ class Runtime:
                 link.proc.returncode = returncode
                 self._worker_exited(link)
                 return
+        if self.spawns_in_flight:
+            # Maybe before spawn_pane took the fork server's reply (same pipe, next line).
+            self.exited_early[pid] = returncode
 
     def adopt(self, pid: int) -> None:
         proctree.own_child(pid)
@@ -397,8 +441,14 @@ class Runtime:
             link = self.links.get(pane.key)
             if link is None:
                 continue
-            cols, rows = pane.cols, pane.rows
-            self.send(link.identity, m.ResizePty(request_id=0, cols=cols, rows=rows))
+            if link.started.done():
+                self.send(link.identity, m.ResizePty(request_id=0, cols=pane.cols, rows=pane.rows))
+            else:  # not connected yet: send the size it has then
+                link.started.add_done_callback(functools.partial(self._send_size, pane, link))
+
+    def _send_size(self, pane: Pane, link: WorkerLink, _: object = None) -> None:
+        if not link.dead and not link.started.cancelled() and link.started.exception() is None:
+            self.send(link.identity, m.ResizePty(request_id=0, cols=pane.cols, rows=pane.rows))
 
     async def close_panes(self, panes: list[Pane]) -> None:
         await asyncio.gather(*(self.stop_pane_processes(p) for p in panes))

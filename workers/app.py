@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -444,13 +445,22 @@ def _screen_rules(config: WorkerConfig) -> list[Rule]:
         return load_rules([])
 
 
-def run_worker(config: WorkerConfig) -> None:
-    """Run one pane worker until its pane closes (the fork server's child entry)."""
+def configure_logging(log_path: str) -> None:
+    """Log to the runtime log, one line per record, tagged with the worker's pid."""
     logging.basicConfig(
-        filename=config.log_path,
+        filename=log_path,
         level=os.environ.get("PEBREL_LOG_LEVEL", "INFO").upper(),
-        format=f"%(asctime)s worker[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
+        format="%(asctime)s worker[%(process)d] %(levelname)s %(name)s: %(message)s",
     )
+
+
+def run_worker(config: WorkerConfig, report_fd: int | None = None) -> None:
+    """Run one pane worker until its pane closes (the fork server's child entry).
+
+    Once the shell runs, its pid goes to ``report_fd`` (one JSON line, then the fd is closed),
+    so the fork server can answer the router before this worker has even connected.
+    """
+    configure_logging(config.log_path)  # a no-op in a fork server's child: already done
     proctree.set_parent_death_signal(signal.SIGTERM)
     proctree.set_child_subreaper()
     if os.getppid() == 1:
@@ -458,6 +468,8 @@ def run_worker(config: WorkerConfig) -> None:
     try:
         worker = Worker(config)
     except Exception as exc:
+        if report_fd is not None:
+            os.close(report_fd)
         logger.exception("pane start failed")
         ctx = zmq.Context()
         sock = ctx.socket(zmq.DEALER)
@@ -473,4 +485,9 @@ def run_worker(config: WorkerConfig) -> None:
         sock.close()
         ctx.term()
         sys.exit(1)
+    if report_fd is not None:
+        report = {"shell_pid": worker.pty.pid, "integrated": worker.integrated}
+        with contextlib.suppress(OSError):
+            os.write(report_fd, json.dumps(report).encode() + b"\n")
+        os.close(report_fd)
     asyncio.run(worker.run())

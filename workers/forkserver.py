@@ -5,7 +5,9 @@ costs a few milliseconds, and the children share its imported code pages (`gc.fr
 the collector from touching them). It has no threads and no ZeroMQ context (TRAPS: never fork
 with either). Protocol on its stdin/stdout, one JSON object per line:
   router -> {"id": N, "config": {...WorkerConfig...}}
-  server -> {"id": N, "pid": P} or {"id": N, "error": "..."}
+  server -> {"id": N, "pid": P, "shell_pid": S, "integrated": B} or {"id": N, "error": "..."}
+(``shell_pid`` and ``integrated`` are missing if the worker could not start its shell, or did
+not say so within REPORT_TIMEOUT_S: the router then waits for the worker's own report.)
   server -> {"exited": P, "returncode": C}  (C < 0: killed by signal -C)
 It reaps its own children (all of them are pane workers) and exits when its stdin closes; its
 workers then get SIGTERM from their parent-death signal.
@@ -17,9 +19,11 @@ import contextlib
 import gc
 import json
 import os
+import select
 import selectors
 import signal
 import sys
+import time
 from typing import Any
 
 from pebrel import proctree
@@ -27,8 +31,13 @@ from pebrel.screenrules import shipped_rules
 from workers import app as worker_app
 from workers.shells import launch_spec
 
+REPORT_TIMEOUT_S = 2.0
+"""How long the server waits for a new worker to report its shell before replying without."""
 
-def _child(config: dict[str, Any], request_fd: int, wakeup_r: int, wakeup_w: int) -> None:
+
+def _child(
+    config: dict[str, Any], report_fd: int, request_fd: int, wakeup_r: int, wakeup_w: int
+) -> None:
     """In the forked child: become a clean pane worker process, then run it."""
     try:
         signal.set_wakeup_fd(-1)
@@ -41,13 +50,32 @@ def _child(config: dict[str, Any], request_fd: int, wakeup_r: int, wakeup_w: int
         os.close(devnull)
         os.setsid()
         gc.unfreeze()
-        worker_app.run_worker(worker_app.WorkerConfig(**config))
+        worker_app.run_worker(worker_app.WorkerConfig(**config), report_fd)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
         code = 1
     os._exit(code)
+
+
+def _read_report(fd: int) -> dict[str, Any]:
+    """The new worker's one-line report of its shell ({} on EOF, garbage or timeout)."""
+    data = b""
+    deadline = time.monotonic() + REPORT_TIMEOUT_S
+    while b"\n" not in data:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            return {}
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return {}
+        data += chunk
+    try:
+        report = json.loads(data.split(b"\n", 1)[0])
+        return {"shell_pid": int(report["shell_pid"]), "integrated": bool(report["integrated"])}
+    except (ValueError, KeyError, TypeError):
+        return {}
 
 
 class ForkServer:
@@ -65,15 +93,24 @@ class ForkServer:
         self.out.flush()
 
     def spawn(self, request: dict[str, Any]) -> None:
+        report_r, report_w = os.pipe()
         try:
             pid = os.fork()
         except OSError as exc:
+            os.close(report_r)
+            os.close(report_w)
             self.reply({"id": request.get("id"), "error": str(exc)})
             return
         if pid == 0:
-            _child(request["config"], self.requests, self.wakeup_r, self.wakeup_w)
+            os.close(report_r)
+            _child(request["config"], report_w, self.requests, self.wakeup_r, self.wakeup_w)
+        os.close(report_w)
         self.children.add(pid)
-        self.reply({"id": request.get("id"), "pid": pid})
+        try:
+            shell = _read_report(report_r)
+        finally:
+            os.close(report_r)
+        self.reply({"id": request.get("id"), "pid": pid, **shell})
 
     def reap(self) -> None:
         for pid in list(self.children):
@@ -131,6 +168,8 @@ def _warm_caches() -> None:
 
 def main() -> None:
     proctree.set_parent_death_signal(signal.SIGTERM)
+    if len(sys.argv) > 1:  # the runtime log: workers inherit the open handler
+        worker_app.configure_logging(sys.argv[1])
     _warm_caches()
     gc.collect()
     gc.freeze()
