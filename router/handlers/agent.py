@@ -191,12 +191,17 @@ async def start(rt: Runtime, params: Params) -> Result:
 
 
 async def wait_ready(rt: Runtime, agent: NamedAgent, pane: Pane, timeout_s: float) -> None:
-    """Ready: the process is recognised in the pane and it is not running (DESIGN "Agents")."""
+    """Ready: the process is recognised in the pane and it is not running (DESIGN "Agents").
+
+    A budget already spent (``timeout_s <= 0``) is agent_ready_timeout even if the agent is
+    ready by now: it was not confirmed within the time the caller gave.
+    """
     deadline = time.monotonic() + timeout_s
     while True:
         session = pane.agents.session
         if (
-            session is not None
+            timeout_s > 0
+            and session is not None
             and pane.agents.bound is agent
             and agent.status == "active"
             and pane.tracker.state != "running"

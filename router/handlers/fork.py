@@ -180,9 +180,9 @@ async def fork(rt: Runtime, params: Params) -> Result:
     fault = rt.base_env.get(FAULT_ENV)
     budget_s = params.get("ready_timeout_ms", READY_TIMEOUT_MS) / 1000
     started = time.monotonic()
-    # The dispatch has its own deadline; readiness gets what is left of ready_timeout_ms
-    # (at least 1 ms, so a short ready timeout gives agent_ready_timeout, not a dispatch
-    # timeout).
+    # The dispatch has its own deadline; readiness gets what is left of ready_timeout_ms. If
+    # the dispatch used it all up, that is agent_ready_timeout (not a dispatch timeout), even
+    # when the agent is ready by then: it was not ready within the time asked for.
     deadline_s = (
         FAULT_DISPATCH_DEADLINE_S if fault == FAULT_DISPATCH_TIMEOUT else DISPATCH_TIMEOUT_S
     )
@@ -206,7 +206,7 @@ async def fork(rt: Runtime, params: Params) -> Result:
             )
         agent, pane = task.result()
         ready_s = 0.001 if fault == FAULT_READY_TIMEOUT else budget_s
-        await wait_ready(rt, agent, pane, max(ready_s - (time.monotonic() - started), 0.001))
+        await wait_ready(rt, agent, pane, ready_s - (time.monotonic() - started))
         await verify_cwd(rt, agent, pane, wt.path)
     except PebrelError as exc:
         if exc.code in (ErrorCode.RUNTIME_TIMEOUT, ErrorCode.AGENT_READY_TIMEOUT):
