@@ -224,6 +224,19 @@ class ProgramStatus(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class ScreenChanged(Message):
+    """The screen changed after the worker's last ScreenRead: answers the router kept are stale.
+
+    Sent once per read-then-change (at the first output or resize after a read), before any
+    message about the output that changed it.
+    """
+
+    type: ClassVar[str] = "screen_changed"
+    window_id: int
+    pane_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class ScreenMatched(Message):
     """The screen rule matching the visible screen changed (None: no rule matches now)."""
 
@@ -328,6 +341,7 @@ _REGISTRY: dict[str, type[Message]] = {
         ForegroundChanged,
         ProgramStatus,
         ScreenMatched,
+        ScreenChanged,
         PaneExited,
         InputWritten,
         ExecFinished,

@@ -256,6 +256,10 @@ class Runtime:
             state = agents.task_state(message.state)
             if state is not None or message.state == "end":
                 self.agent_evidence(pane, state, "program", message.kind, message.session_id, None)
+        elif isinstance(message, m.ScreenChanged):
+            pane.screen_generation += 1
+            pane.reads.clear()
+            return  # nothing a client sees changed yet: no revision bump
         elif isinstance(message, m.ScreenMatched):
             if agents.apply_screen(pane.agents, message.rule_id, message.state, time.monotonic()):
                 self.sync_agent_state(pane)

@@ -8,6 +8,7 @@ from typing import Any
 
 from pebrel.agentkinds import DISPLAY_NAMES
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.messages import ScreenRead
 from pebrel.taskstate import ShellTracker
 from router import layout
 from router.agents import AgentRegistry, PaneAgents
@@ -34,6 +35,9 @@ class Pane:
     started: bool = False
     writing: bool = False  # an input write is in flight (never interleave two inputs)
     agents: PaneAgents = field(default_factory=PaneAgents)
+    # The worker's read answers by line count, until it reports a screen change (pane.read).
+    reads: dict[int, ScreenRead] = field(default_factory=dict)
+    screen_generation: int = 0
 
     @property
     def key(self) -> tuple[int, int]:

@@ -103,6 +103,7 @@ class Worker:
         self.ctx: zmq.Context[zmq.SyncSocket] | None = None
         self.sock: zmq.SyncSocket | None = None
         self.stopped = asyncio.Event()
+        self.read_answered = False  # the router may keep a read answer until ScreenChanged
 
     # -- outbound ----------------------------------------------------------------------------
     def send(self, message: m.Message) -> None:
@@ -115,6 +116,12 @@ class Worker:
         # A send can consume the socket FD's edge with commands already waiting.
         if int(self.sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
             asyncio.get_running_loop().call_soon(self._receive, self.stopped)
+
+    def _screen_changing(self) -> None:
+        """Tell the router its kept read answers go stale, once per read-then-change."""
+        if self.read_answered:
+            self.read_answered = False
+            self.send(m.ScreenChanged(**self._ids()))
 
     def _ids(self) -> dict[str, int]:
         return {"window_id": self.config.window_id, "pane_id": self.config.pane_id}
@@ -138,6 +145,7 @@ class Worker:
             if isinstance(part, OscEvent):
                 self._on_osc(part)
             else:
+                self._screen_changing()
                 try:
                     for start in range(0, len(part), FEED_SLICE):
                         self.screen.feed(part[start : start + FEED_SLICE])
@@ -317,6 +325,7 @@ class Worker:
         elif isinstance(message, m.ReadScreen):
             self.on_readable_all()
             result = self.screen.read(message.lines, message.max_bytes)
+            self.read_answered = True
             self.send(
                 m.ScreenRead(
                     request_id=message.request_id,
@@ -326,6 +335,7 @@ class Worker:
                 )
             )
         elif isinstance(message, m.ResizePty):
+            self._screen_changing()
             self.screen.resize(message.cols, message.rows)
             self.screen_rules.screen_changed()
             if not self.exited:

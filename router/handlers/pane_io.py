@@ -51,13 +51,20 @@ async def prompt(rt: Runtime, params: Params) -> Result:
 async def read(rt: Runtime, params: Params) -> Result:
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
     lines = params.get("lines", READ_DEFAULT_LINES)
-    link = worker_link(rt, pane)
-    reply = await links.request(
-        link,
-        rt.send,
-        lambda rid: m.ReadScreen(request_id=rid, lines=lines, max_bytes=READ_MAX_BYTES),
-    )
-    assert isinstance(reply, m.ScreenRead)
+    reply = pane.reads.get(lines)
+    if reply is None:
+        # Kept until the worker reports a change; it reports one before any message about
+        # the output that made it, so a read after a completed wait is never stale.
+        generation = pane.screen_generation
+        answer = await links.request(
+            worker_link(rt, pane),
+            rt.send,
+            lambda rid: m.ReadScreen(request_id=rid, lines=lines, max_bytes=READ_MAX_BYTES),
+        )
+        assert isinstance(answer, m.ScreenRead)
+        reply = answer
+        if pane.screen_generation == generation:
+            pane.reads[lines] = reply
     return {
         **pane_ids(pane),
         "text": "\n".join(reply.lines),
