@@ -361,8 +361,15 @@ def all_message_types() -> dict[str, type[Message]]:
     return dict(_REGISTRY)
 
 
+_FIELDS: dict[type[Message], tuple[str, ...]] = {}
+
+
 def encode(message: Message) -> bytes:
-    body = {f.name: getattr(message, f.name) for f in dataclasses.fields(message)}
+    cls = type(message)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(message))
+    body = {name: getattr(message, name) for name in names}
     body["type"] = message.type
     packed: bytes = msgpack.packb(body, use_bin_type=True)
     return packed

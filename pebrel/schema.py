@@ -107,8 +107,26 @@ def _check(value: Any, schema: dict[str, Any], path: str) -> str | None:
     return None
 
 
+_VALID_MAX = 4096
+# Params already found valid, keyed with each value's type (True == 1, but a bool is no integer).
+_valid: set[tuple[Any, ...]] = set()
+
+
 def validate_params(method: str, params: dict[str, Any]) -> None:
-    """Raise method_not_found or invalid_params (with `details.problem`) before any action."""
+    """Raise method_not_found or invalid_params (with `details.problem`) before any action.
+
+    Flat params of scalars that passed once are remembered, so a client repeating a request
+    (polling a pane, say) pays a set lookup instead of a walk through the schema.
+    """
+    try:
+        key: tuple[Any, ...] | None = (
+            method,
+            *[(name, type(value), value) for name, value in params.items()],
+        )
+        if key in _valid:
+            return
+    except TypeError:  # a list or object among the values: not hashable, not remembered
+        key = None
     spec = load_schema()["methods"].get(method)
     if spec is None:
         raise PebrelError(
@@ -117,3 +135,7 @@ def validate_params(method: str, params: dict[str, Any]) -> None:
     problem = _check(params, spec["params"], "params")
     if problem:
         raise PebrelError(ErrorCode.INVALID_PARAMS, problem, {"method": method, "problem": problem})
+    if key is not None:
+        if len(_valid) >= _VALID_MAX:
+            _valid.clear()
+        _valid.add(key)

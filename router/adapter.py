@@ -34,6 +34,7 @@ from pebrel.envelope import (
     answer as answer_envelope,
 )
 from pebrel.errors import ErrorCode, PebrelError, internal_error
+from pebrel.zmqflags import EVENTS, NOBLOCK, POLLIN
 
 logger = logging.getLogger(__name__)
 
@@ -74,9 +75,9 @@ class Frontend:
         self.drain_scheduled = False
 
     def to_router(self, message: m.Message) -> None:
-        self.sock.send(m.encode(message), flags=zmq.NOBLOCK)
+        self.sock.send(m.encode(message), flags=NOBLOCK)
         # A send can consume the socket FD's edge with answers already waiting.
-        if not self.drain_scheduled and int(self.sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+        if not self.drain_scheduled and int(self.sock.getsockopt(EVENTS)) & POLLIN:
             self.drain_scheduled = True
             asyncio.get_running_loop().call_soon(self.from_router)
 
@@ -202,9 +203,9 @@ class Frontend:
         """Handle every message waiting on the socket (the FD is edge-triggered: drain it)."""
         self.drain_scheduled = True
         try:
-            while int(self.sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+            while int(self.sock.getsockopt(EVENTS)) & POLLIN:
                 try:
-                    frame = self.sock.recv(flags=zmq.NOBLOCK)
+                    frame = self.sock.recv(flags=NOBLOCK)
                 except zmq.Again:
                     break
                 try:

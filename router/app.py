@@ -34,6 +34,7 @@ from pebrel.datadir import (
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
+from pebrel.zmqflags import EVENTS, NOBLOCK, POLLIN
 from router.delegation import Delegations
 from router.forkserver import ForkServer
 from router.handlers import (
@@ -113,7 +114,7 @@ class RouterApp:
     # -- sockets ---------------------------------------------------------------------------------
     def send(self, identity: bytes, message: m.Message) -> bool:
         try:
-            self.sock.send_multipart([identity, m.encode(message)], flags=zmq.NOBLOCK)
+            self.sock.send_multipart([identity, m.encode(message)], flags=NOBLOCK)
         except zmq.ZMQError:
             logger.warning("actor unreachable", extra={"type": message.type})
             return False
@@ -127,7 +128,7 @@ class RouterApp:
         EVENTS query may consume that signal: after a send outside the drain loop, messages
         can sit in the socket with the FD quiet.
         """
-        if not self.drain_scheduled and int(self.sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+        if not self.drain_scheduled and int(self.sock.getsockopt(EVENTS)) & POLLIN:
             self.drain_scheduled = True
             asyncio.get_running_loop().call_soon(self.receive)
 
@@ -139,9 +140,9 @@ class RouterApp:
         """
         self.drain_scheduled = True  # sends from handlers need not schedule another drain
         try:
-            while int(self.sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+            while int(self.sock.getsockopt(EVENTS)) & POLLIN:
                 try:
-                    parts = self.sock.recv_multipart(flags=zmq.NOBLOCK)
+                    parts = self.sock.recv_multipart(flags=NOBLOCK)
                 except zmq.Again:
                     break
                 if len(parts) != 2:

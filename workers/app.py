@@ -25,6 +25,7 @@ from pebrel import messages as m
 from pebrel import proctree
 from pebrel.keys import encode_key
 from pebrel.screenrules import Rule, load_rules
+from pebrel.zmqflags import EVENTS, NOBLOCK, POLLIN
 from workers.exec import ExecService, resolve_cwd
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
@@ -109,12 +110,12 @@ class Worker:
     def send(self, message: m.Message) -> None:
         assert self.sock is not None
         try:
-            self.sock.send(m.encode(message), flags=zmq.NOBLOCK)
+            self.sock.send(m.encode(message), flags=NOBLOCK)
         except zmq.ZMQError:
             logger.warning("router unreachable, message dropped", extra={"type": message.type})
             return
         # A send can consume the socket FD's edge with commands already waiting.
-        if int(self.sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+        if int(self.sock.getsockopt(EVENTS)) & POLLIN:
             asyncio.get_running_loop().call_soon(self._receive, self.stopped)
 
     def _screen_changing(self) -> None:
@@ -422,9 +423,9 @@ class Worker:
         """Handle every command waiting on the socket (its FD is edge-triggered: drain it)."""
         sock = self.sock
         assert sock is not None
-        while not stop.is_set() and int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+        while not stop.is_set() and int(sock.getsockopt(EVENTS)) & POLLIN:
             try:
-                frame = sock.recv(flags=zmq.NOBLOCK)
+                frame = sock.recv(flags=NOBLOCK)
             except zmq.Again:
                 return
             try:
