@@ -34,7 +34,7 @@ from pebrel.envelope import (
     answer as answer_envelope,
 )
 from pebrel.errors import ErrorCode, PebrelError, internal_error
-from pebrel.zmqflags import EVENTS, NOBLOCK, POLLIN
+from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, waiting
 
 logger = logging.getLogger(__name__)
 
@@ -203,13 +203,9 @@ class Frontend:
         """Handle every message waiting on the socket (the FD is edge-triggered: drain it)."""
         self.drain_scheduled = True
         try:
-            while int(self.sock.getsockopt(EVENTS)) & POLLIN:
+            for frames in waiting(self.sock):
                 try:
-                    frame = self.sock.recv(flags=NOBLOCK)
-                except zmq.Again:
-                    break
-                try:
-                    message = m.decode(frame)
+                    message = m.decode(frames[-1])
                 except m.MessageError:
                     logger.warning("undecodable message from router")
                     continue

@@ -34,7 +34,7 @@ from pebrel.datadir import (
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
-from pebrel.zmqflags import EVENTS, NOBLOCK, POLLIN
+from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, waiting
 from router.delegation import Delegations
 from router.forkserver import ForkServer
 from router.handlers import (
@@ -140,11 +140,7 @@ class RouterApp:
         """
         self.drain_scheduled = True  # sends from handlers need not schedule another drain
         try:
-            while int(self.sock.getsockopt(EVENTS)) & POLLIN:
-                try:
-                    parts = self.sock.recv_multipart(flags=NOBLOCK)
-                except zmq.Again:
-                    break
+            for parts in waiting(self.sock):
                 if len(parts) != 2:
                     logger.warning("actor message with %d frames dropped", len(parts))
                     continue

@@ -25,7 +25,7 @@ from pebrel import messages as m
 from pebrel import proctree
 from pebrel.keys import encode_key
 from pebrel.screenrules import Rule, load_rules
-from pebrel.zmqflags import EVENTS, NOBLOCK, POLLIN
+from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, waiting
 from workers.exec import ExecService, resolve_cwd
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
@@ -423,13 +423,11 @@ class Worker:
         """Handle every command waiting on the socket (its FD is edge-triggered: drain it)."""
         sock = self.sock
         assert sock is not None
-        while not stop.is_set() and int(sock.getsockopt(EVENTS)) & POLLIN:
+        if stop.is_set():
+            return
+        for frames in waiting(sock):
             try:
-                frame = sock.recv(flags=NOBLOCK)
-            except zmq.Again:
-                return
-            try:
-                message = m.decode(frame)
+                message = m.decode(frames[-1])
             except m.MessageError:
                 logger.warning("undecodable message from router")
                 continue
@@ -440,6 +438,7 @@ class Worker:
                 continue
             if not keep:
                 stop.set()
+            if stop.is_set():
                 return
 
     async def _poll_foreground(self) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Runtime, stop_and_check, wait_for
+from tests.agent_fixtures import started_runtime
+from tests.conftest import Runtime, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -25,13 +26,8 @@ def profiled(tmp_path: Path, runtime_env: dict[str, str]) -> Iterator[Runtime]:
         f'[profiles.py]\nargv = ["{sys.executable}", "-q"]\nenv = {{ PROFILE_MARK = "p1" }}\n'
         f'[profiles.broken]\nargv = ["{not_executable}"]\n'
     )
-    rt = Runtime(data_dir, runtime_env)
-    started = rt.cli("runtime", "start", timeout=60)
-    try:
-        assert started.code == 0, started
+    with started_runtime(runtime_env) as rt:
         yield rt
-    finally:
-        stop_and_check(rt)
 
 
 def pane_ids(rt: Runtime) -> list[int]:

@@ -1,0 +1,28 @@
+"""ZeroMQ helpers shared by the router, the frontend adapter and the pane workers.
+
+The actor sockets are plain (not zmq.asyncio) sockets read from the event loop with
+``loop.add_reader`` on their FD. That FD is edge-triggered and only says "something changed",
+so a reader must drain the socket while ``EVENTS`` says a message waits (TRAPS: ZeroMQ).
+pyzmq's constants are enum members, and every ``flags=zmq.NOBLOCK`` or ``& zmq.POLLIN`` runs an
+enum operation: the hot paths use these plain ints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import zmq
+
+EVENTS = int(zmq.EVENTS)
+POLLIN = int(zmq.POLLIN)
+NOBLOCK = int(zmq.NOBLOCK)
+
+
+def waiting(sock: zmq.SyncSocket) -> Iterator[list[bytes]]:
+    """Every message waiting on ``sock`` now, as its frames (asking EVENTS is much cheaper
+    than a receive failing with EAGAIN)."""
+    while int(sock.getsockopt(EVENTS)) & POLLIN:
+        try:
+            yield sock.recv_multipart(flags=NOBLOCK)
+        except zmq.Again:
+            return
