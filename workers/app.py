@@ -366,14 +366,22 @@ class Worker:
         return True
 
     def on_readable_all(self) -> None:
-        """Process output that is already waiting, so a read sees everything written so far."""
+        """Process the output waiting when a read arrives, so it sees everything written so far.
+
+        Only what the terminal holds at this moment: under a flood the writer refills the
+        buffer as fast as it is read, and chasing it would hold the answer for as long.
+        """
+        budget = max(self.pty.waiting(), 1)  # at least one read: it also reports EOF
         for _ in range(64):
-            data = self.pty.read(65536)
+            data = self.pty.read(min(budget, 65536))
             if not data:
                 if data == b"":
                     self._on_eof()
                 return
             self._process(data)
+            budget -= len(data)
+            if budget <= 0:
+                return
 
     def close_tree(self) -> None:
         self.execs.close()

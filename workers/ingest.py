@@ -85,7 +85,8 @@ def squash_overwrites(piece: bytes, cols: int) -> bytes:
     """
     frames = piece.split(b"\r")
     later = frames[1:]
-    widths = [len(_SGR.sub(b"", frame)) for frame in later]
+    coloured = b"\x1b" in piece
+    widths = [len(_SGR.sub(b"", frame)) for frame in later] if coloured else [*map(len, later)]
     if not later or max(widths) > cols:
         return piece
     kept: list[bytes] = [later[-1]]
@@ -97,7 +98,7 @@ def squash_overwrites(piece: bytes, cols: int) -> bytes:
             dropped = []
             kept.append(frame)
             best = width
-        else:
+        elif coloured:
             dropped.extend(reversed(_SGR.findall(frame)))
     kept.append(b"".join(reversed(dropped)) + b"\r")
     kept.append(frames[0])

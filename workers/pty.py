@@ -104,6 +104,14 @@ class PosixPty:
                 return b""
             raise
 
+    def waiting(self) -> int:
+        """Bytes the terminal holds for us to read right now (FIONREAD)."""
+        try:
+            raw = fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0")
+        except OSError:
+            return 0
+        return int(struct.unpack("i", raw)[0])
+
     def write(self, data: bytes) -> int:
         """Write what the kernel takes now; 0 when the PTY is full."""
         try:
