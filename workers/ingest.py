@@ -43,6 +43,8 @@ _SGR = re.compile(rb"\x1b\[[0-9;]*m")
 # What a chunk may end with while an SGR sequence is still being received.
 _SGR_PREFIX = re.compile(rb"\x1b(?:\[[0-9;]*)?")
 _SGR_RESETS = (b"\x1b[0m", b"\x1b[m")
+_SGR_SPLIT = re.compile(r"\x1b\[([0-9;]*)m")  # text, params, text, params, ..., text
+_CONTROL_SPLIT = re.compile(r"([\r\n])")
 
 
 @functools.lru_cache(maxsize=8)
@@ -149,6 +151,7 @@ class FastIngest:
         """Feed pyte up to the next LF (or the end); return where to go on."""
         newline = data.find(b"\n", pos)
         stop = len(data) if newline < 0 else newline + 1
+        self.blank_top = False  # pyte draws on the screen: it is no longer known to be blank
         self.stream.feed(data[pos:stop])
         return stop
 
@@ -161,13 +164,36 @@ class FastIngest:
         if self.carry:
             carry, self.carry = self.carry, b""
             self.stream.feed(carry)
+        # Held bytes or not (a one-row screen can end a compaction with none), from here on
+        # the screen is pyte's own, and may change under it (a resize, say).
+        self.blank_top = False
 
     def _apply_pending(self) -> None:
+        """Apply the held bytes to the screen, calling its handlers as pyte's parser would.
+
+        Held bytes are printable ASCII, CR, LF and complete SGR sequences, and the parser is
+        in its ground state, so the parser's character-by-character walk (the slow part for
+        escape sequences) can be skipped: text runs go to ``draw``, CR and LF to their
+        handlers, and SGR parameters are parsed as pyte does (empty is 0, at most 9999).
+        """
         data = b"".join(self.pending)
         self.pending = []
         self.pending_size = 0
         self.blank_top = False
-        self.stream.feed(data)
+        screen = self.screen
+        draw, carriage_return, linefeed = screen.draw, screen.carriage_return, screen.linefeed
+        sgr = screen.select_graphic_rendition
+        for index, piece in enumerate(_SGR_SPLIT.split(data.decode("ascii"))):
+            if index % 2:
+                sgr(*[min(int(param or 0), 9999) for param in piece.split(";")])
+                continue
+            for token in _CONTROL_SPLIT.split(piece):
+                if token == "\r":
+                    carriage_return()
+                elif token == "\n":
+                    linefeed()
+                elif token:
+                    draw(token)
 
     def _ready(self) -> bool:
         """Whether pyte is where safe bytes could be held back: ground state, plain modes."""

@@ -57,6 +57,7 @@ class _Glyphs(dict[str, Char]):
 
 
 _GLYPH_SETS_MAX = 256
+_SGR_RESULTS_MAX = 1024
 
 
 @dataclass(slots=True)
@@ -87,6 +88,7 @@ class TrackedScreen(pyte.Screen):
         self._write_back = write_back
         self._fast_draw = fast_draw
         self._glyph_sets: dict[Char, _Glyphs] = {}
+        self._sgr_results: dict[tuple[Char, tuple[int, ...], bool], Char] = {}
         super().__init__(cols, rows)
 
     # -- drawing and soft wraps ---------------------------------------------------------------
@@ -136,6 +138,22 @@ class TrackedScreen(pyte.Screen):
             cursor.x = x + count
             pos += count
         self.dirty.add(cursor.y)
+
+    def select_graphic_rendition(self, *attrs: int) -> None:
+        # The result depends only on the current attributes, the parameters and DECSCNM (the
+        # default cell's reverse flag): logs repeat a handful of colour changes endlessly.
+        if not self._fast_draw:
+            super().select_graphic_rendition(*attrs)
+            return
+        key = (self.cursor.attrs, attrs, modes.DECSCNM in self.mode)
+        after = self._sgr_results.get(key)
+        if after is None:
+            super().select_graphic_rendition(*attrs)
+            if len(self._sgr_results) >= _SGR_RESULTS_MAX:
+                self._sgr_results.clear()
+            self._sgr_results[key] = self.cursor.attrs
+        else:
+            self.cursor.attrs = after
 
     def _glyphs(self, attrs: Char) -> _Glyphs:
         glyphs = self._glyph_sets.get(attrs)

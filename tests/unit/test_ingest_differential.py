@@ -13,7 +13,7 @@ sequences, all split at random chunk boundaries, with reads and resizes interlea
 
 Unseen inputs: ``PEBREL_VT_CORPUS=<dir>`` adds every ``*.bin`` file in that directory to the
 corpus, ``PEBREL_VT_SEED=<n>`` changes the random cases and ``PEBREL_VT_MIXES=<n>`` sets how
-many random mixes run (default 120).
+many random mixes run (default 300).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.timeout(300)
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "vt"
 SEED = int(os.environ.get("PEBREL_VT_SEED", "0"))
-MIXES = int(os.environ.get("PEBREL_VT_MIXES", "120"))
+MIXES = int(os.environ.get("PEBREL_VT_MIXES", "300"))
 
 Op = tuple[str, Any]
 
@@ -403,3 +403,15 @@ def test_very_long_lines_are_not_held_back_without_bound() -> None:
     for start in range(0, 1900, 100):
         fast.feed(data[start : start + 100])
         assert fast._ingest.pending_size <= 2 * 256 + 100
+
+
+def test_one_row_screen_drawn_on_after_a_compaction_left_nothing_held() -> None:
+    """A one-row screen can end a compaction with no held bytes; pyte drawing on it next must
+    not be mistaken for the blank screen the compaction left."""
+    ops: list[Op] = [
+        ("feed", b"aaa\r\n"),
+        ("feed", b"\x1b[Kxy"),
+        ("feed", b"zz\r\nqq\r\nrr"),
+    ]
+    assert_same(ops, 10, 1, compact=1, label="one row")
+    assert_same([*ops, ("resize", (10, 3)), ("feed", b"\r\nss\r\n")], 10, 1, compact=1)
