@@ -95,7 +95,7 @@ async def _connected(link: WorkerLink, deadline: float) -> None:
         raise PebrelError(
             ErrorCode.RUNTIME_TIMEOUT, "the pane's worker did not connect in time", _ids(link)
         ) from exc
-    if link.dead:
+    if link.dead or isinstance(link.started.result(), m.PaneStartFailed):
         raise PebrelError(ErrorCode.INVALID_STATE, "the pane's worker is gone", _ids(link))
 
 

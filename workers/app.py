@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.parse
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,12 +73,12 @@ class PendingWrite:
 
 
 class Worker:
-    def __init__(self, config: WorkerConfig) -> None:
+    def __init__(
+        self, config: WorkerConfig, on_spawned: Callable[[int, bool], None] | None = None
+    ) -> None:
+        """Start the pane's shell first (``on_spawned(shell_pid, integrated)`` runs right
+        after, so the router can answer), then build everything that reads its output."""
         self.config = config
-        self.scanner = OscScanner()
-        self.screen = PaneScreen(
-            config.cols, config.rows, config.scrollback_lines, write_back=self._write_back
-        )
         argv, env = config.argv, dict(config.env)
         integrated = False
         if config.integrate:
@@ -85,8 +86,21 @@ class Worker:
             argv, integrated = spec.argv, spec.integrated
             env.update(spec.env)
         self.integrated = integrated
-        # Fork the shell before any zmq context or thread exists (TRAPS: never fork with one).
+        # Start the shell before any zmq context or thread exists (TRAPS: never fork with one).
         self.pty = PosixPty(argv, env, config.cwd, config.cols, config.rows)
+        try:
+            if on_spawned is not None:
+                on_spawned(self.pty.pid, integrated)
+            self._build(config)
+        except BaseException:
+            self.pty.kill()
+            raise
+
+    def _build(self, config: WorkerConfig) -> None:
+        self.scanner = OscScanner()
+        self.screen = PaneScreen(
+            config.cols, config.rows, config.scrollback_lines, write_back=self._write_back
+        )
         # Execs get the pane's launch environment, without the shell integration's additions.
         self.execs = ExecService(self.pty.pid, dict(config.env), self.send)
         self.foreground = ForegroundTracker(self.pty.pid)
@@ -483,8 +497,18 @@ def run_worker(config: WorkerConfig, report_fd: int | None = None) -> None:
     proctree.set_child_subreaper()
     if os.getppid() == 1:
         sys.exit(0)
+
+    def report(shell_pid: int, integrated: bool) -> None:
+        nonlocal report_fd
+        if report_fd is not None:
+            line = json.dumps({"shell_pid": shell_pid, "integrated": integrated}).encode()
+            with contextlib.suppress(OSError):
+                os.write(report_fd, line + b"\n")
+            os.close(report_fd)
+            report_fd = None
+
     try:
-        worker = Worker(config)
+        worker = Worker(config, report)
     except Exception as exc:
         if report_fd is not None:
             os.close(report_fd)
@@ -503,9 +527,4 @@ def run_worker(config: WorkerConfig, report_fd: int | None = None) -> None:
         sock.close()
         ctx.term()
         sys.exit(1)
-    if report_fd is not None:
-        report = {"shell_pid": worker.pty.pid, "integrated": worker.integrated}
-        with contextlib.suppress(OSError):
-            os.write(report_fd, json.dumps(report).encode() + b"\n")
-        os.close(report_fd)
     asyncio.run(worker.run())
