@@ -168,6 +168,36 @@ class FastIngest:
         # the screen is pyte's own, and may change under it (a resize, say).
         self.blank_top = False
 
+    def held_rows(self) -> list[tuple[str, bool]] | None:
+        """The rows the held bytes make, for a read that need not apply them; else None.
+
+        Only once a compaction (done here if it can be) left the screen blank with the cursor
+        at the top, so that applying would draw these rows from there: the last screenful
+        stays visible and the rows above it go to history. Rows are (text, soft-wrapped), as
+        history keeps them.
+        """
+        if not self.pending:
+            return None
+        screen = self.screen
+        if not self.blank_top or self.pending_size > screen.columns * screen.lines:
+            self._compact()
+            if not self.blank_top or not self.pending:
+                return None
+        data = b"".join(self.pending)
+        self.pending = [data]
+        text = _SGR.sub(b"", data).decode("ascii")
+        lines = text.split("\r\n")
+        if text.count("\n") != len(lines) - 1:
+            return None  # a bare LF keeps its column: only pyte knows
+        cols = screen.columns
+        rows: list[tuple[str, bool]] = []
+        for line in lines:
+            if len(line) <= cols and "\r" not in line:
+                rows.append((line.rstrip(), False))
+            else:
+                rows.extend(render_rows(line, cols))
+        return rows if len(rows) >= screen.lines else None
+
     def _apply_pending(self) -> None:
         """Apply the held bytes to the screen, calling its handlers as pyte's parser would.
 

@@ -115,36 +115,40 @@ class PaneScreen:
         return result
 
     def _read(self, lines: int, max_bytes: int) -> ReadResult:
-        self.settle()
         screen = self._screen
+        held = self._ingest.held_rows() if self._ingest is not None else None
+        if held is not None:
+            return self._read_held(held, lines, max_bytes)
+        self.settle()
         alt = screen.main_saved is not None
         visible = self._visible_rows()
         rows: Iterable[tuple[str, bool]] = reversed(visible)
         if not alt:
             rows = itertools.chain(rows, reversed(screen.history))
-        newest_first: list[str] = []
-        pending: list[str] = []
-        for text, wrapped in rows:
-            if pending and not wrapped:
-                newest_first.append("".join(reversed(pending)).rstrip())
-                pending = []
-                if len(newest_first) > lines:
-                    break
-            pending.append(text)
-        if pending and len(newest_first) <= lines:
-            newest_first.append("".join(reversed(pending)).rstrip())
-        truncated = len(newest_first) > lines
-        del newest_first[max(lines, 0) :]
-        size = -1
-        for index, line in enumerate(newest_first):
-            size += len(line.encode("utf-8")) + 1
-            if size > max_bytes:
-                del newest_first[index:]
-                truncated = True
-                break
-        newest_first.reverse()
-        history_available = 0 if alt else _count_logical(screen.history)
-        return ReadResult(newest_first, history_available, truncated)
+        return _logical_read(rows, lines, max_bytes, 0 if alt else _count_logical(screen.history))
+
+    def _read_held(self, held: list[tuple[str, bool]], lines: int, max_bytes: int) -> ReadResult:
+        """A read of held rows over a blank screen, as if they had been applied: the last
+        screenful is visible (the cursor on its last row), the rest joins the history."""
+        screen = self._screen
+        history = screen.history
+        split = len(held) - screen.lines
+        gained, visible = held[:split], held[split:]
+        if not visible[-1][0]:
+            visible.pop()  # an empty cursor row at the end is not content
+        limit = history.maxlen if history.maxlen is not None else len(history) + len(gained)
+        kept = min(len(history) + len(gained), limit)
+        older = itertools.islice(itertools.chain(reversed(gained), reversed(history)), kept)
+        rows = itertools.chain(reversed(visible), older)
+        evicted = len(history) + len(gained) - kept  # the oldest rows, history's first
+        if evicted <= len(history):
+            wrapped = sum(map(itemgetter(1), gained)) + sum(map(itemgetter(1), history))
+            wrapped -= sum(map(itemgetter(1), itertools.islice(history, evicted)))
+        else:
+            wrapped = sum(map(itemgetter(1), gained[evicted - len(history) :]))
+        newest = gained[-1] if gained else (history[-1] if history else None)
+        available = kept - wrapped + (1 if newest is not None and newest[1] else 0) if kept else 0
+        return _logical_read(rows, lines, max_bytes, available)
 
     def _visible_rows(self) -> list[tuple[str, bool]]:
         screen = self._screen
@@ -163,6 +167,34 @@ class PaneScreen:
                 break
         del rows[last + 1 :]
         return rows
+
+
+def _logical_read(
+    rows: Iterable[tuple[str, bool]], lines: int, max_bytes: int, history_available: int
+) -> ReadResult:
+    """The last ``lines`` logical lines of ``rows`` (newest first), oldest first."""
+    newest_first: list[str] = []
+    pending: list[str] = []
+    for text, wrapped in rows:
+        if pending and not wrapped:
+            newest_first.append("".join(reversed(pending)).rstrip())
+            pending = []
+            if len(newest_first) > lines:
+                break
+        pending.append(text)
+    if pending and len(newest_first) <= lines:
+        newest_first.append("".join(reversed(pending)).rstrip())
+    truncated = len(newest_first) > lines
+    del newest_first[max(lines, 0) :]
+    size = -1
+    for index, line in enumerate(newest_first):
+        size += len(line.encode("utf-8")) + 1
+        if size > max_bytes:
+            del newest_first[index:]
+            truncated = True
+            break
+    newest_first.reverse()
+    return ReadResult(newest_first, history_available, truncated)
 
 
 def _count_logical(history: deque[tuple[str, bool]]) -> int:
