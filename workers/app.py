@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
-import sys
 import time
 import urllib.parse
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,11 +32,11 @@ from workers.pty import PosixPty
 from workers.screen import PaneScreen
 from workers.screenwatch import ScreenRuleWatch
 from workers.shells import launch_spec
+from workers.writes import PtyWriter
 
 logger = logging.getLogger(__name__)
 
 FOREGROUND_POLL_S = 0.05
-WRITE_DEADLINE_S = 10.0
 #: Bytes fed to the screen per loop turn, so requests are served during a flood.
 FEED_SLICE = 16 * 1024
 PASTE_START = b"\x1b[200~"
@@ -61,15 +58,6 @@ class WorkerConfig:
     log_path: str
     #: `[[screen_rules]]` from settings, matched before the shipped rules.
     screen_rules: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class PendingWrite:
-    request_id: int
-    data: bytes
-    offset: int
-    deadline: float
-    paste: bool = False  # answer with PasteWritten instead of InputWritten
 
 
 class Worker:
@@ -108,7 +96,7 @@ class Worker:
         self.screen_rules = ScreenRuleWatch(
             _screen_rules(config), self.screen.visible_text, self._send_screen_match
         )
-        self.writes: deque[PendingWrite] = deque()
+        self.writer = PtyWriter(self.pty, lambda message: self.send(message), lambda: self.exited)
         self.cwd: str | None = None
         self.title = ""
         self.shell_in_foreground = True
@@ -144,7 +132,7 @@ class Worker:
     # -- PTY output --------------------------------------------------------------------------
     def _write_back(self, data: bytes | str) -> None:
         payload = data.encode() if isinstance(data, str) else data
-        self._queue_write(-1, payload)
+        self.writer.queue(-1, payload)
 
     def on_readable(self) -> None:
         data = self.pty.read(65536)
@@ -256,54 +244,6 @@ class Worker:
         self.send(m.PaneExited(**self._ids(), exit_code=code, signal=sig, reason=reason))
 
     # -- PTY input ---------------------------------------------------------------------------
-    def _queue_write(self, request_id: int, data: bytes, paste: bool = False) -> None:
-        deadline = time.monotonic() + WRITE_DEADLINE_S
-        self.writes.append(PendingWrite(request_id, data, 0, deadline, paste))
-        self._flush()
-
-    def _flush(self) -> None:
-        loop = asyncio.get_running_loop()
-        while self.writes:
-            item = self.writes[0]
-            if self.exited:
-                self._finish_write(item, "pane exited")
-                continue
-            try:
-                n = self.pty.write(item.data[item.offset : item.offset + 4096])
-            except OSError as exc:
-                self._finish_write(item, f"write failed: {exc.strerror}")
-                continue
-            item.offset += n
-            if item.offset >= len(item.data):
-                self._finish_write(item, None)
-                continue
-            if n == 0:
-                if time.monotonic() > item.deadline:
-                    self._finish_write(item, "the program in the pane is not reading input")
-                    continue
-                loop.add_writer(self.pty.fd, self._on_writable)
-                loop.call_later(0.5, self._flush)
-                return
-        with contextlib.suppress(Exception):
-            loop.remove_writer(self.pty.fd)
-
-    def _on_writable(self) -> None:
-        asyncio.get_running_loop().remove_writer(self.pty.fd)
-        self._flush()
-
-    def _finish_write(self, item: PendingWrite, error: str | None) -> None:
-        self.writes.popleft()
-        if item.request_id < 0:
-            return
-        if item.paste:
-            self.send(
-                m.PasteWritten(
-                    request_id=item.request_id, written=item.offset, bracketed=True, error=error
-                )
-            )
-        else:
-            self.send(m.InputWritten(request_id=item.request_id, written=item.offset, error=error))
-
     def _send_key(self, message: m.SendKey) -> None:
         """Encode a key for the mode the terminal is in after all output so far (DECCKM)."""
         self.on_readable_all()
@@ -318,7 +258,7 @@ class Worker:
         except ValueError as exc:
             self.send(m.InputWritten(request_id=message.request_id, written=0, error=str(exc)))
             return
-        self._queue_write(message.request_id, data * message.repeat)
+        self.writer.queue(message.request_id, data * message.repeat)
 
     def _paste(self, message: m.PasteText) -> None:
         """Bracketed paste, judged after all pending output; refused (nothing written) if off."""
@@ -330,13 +270,13 @@ class Worker:
                 )
             )
             return
-        self._queue_write(message.request_id, PASTE_START + message.data + PASTE_END, paste=True)
+        self.writer.queue(message.request_id, PASTE_START + message.data + PASTE_END, paste=True)
 
     # -- router commands ---------------------------------------------------------------------
     def handle(self, message: m.Message) -> bool:
         """Apply one command; False when the worker should exit."""
         if isinstance(message, m.WriteInput):
-            self._queue_write(message.request_id, message.data)
+            self.writer.queue(message.request_id, message.data)
         elif isinstance(message, m.ReadScreen):
             self.on_readable_all()
             result = self.screen.read(message.lines, message.max_bytes)
@@ -475,56 +415,3 @@ def _screen_rules(config: WorkerConfig) -> list[Rule]:
     except ValueError:
         logger.exception("invalid screen rules from settings; using the shipped rules only")
         return load_rules([])
-
-
-def configure_logging(log_path: str) -> None:
-    """Log to the runtime log, one line per record, tagged with the worker's pid."""
-    logging.basicConfig(
-        filename=log_path,
-        level=os.environ.get("PEBREL_LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s worker[%(process)d] %(levelname)s %(name)s: %(message)s",
-    )
-
-
-def run_worker(config: WorkerConfig, report_fd: int | None = None) -> None:
-    """Run one pane worker until its pane closes (the fork server's child entry).
-
-    Once the shell runs, its pid goes to ``report_fd`` (one JSON line, then the fd is closed),
-    so the fork server can answer the router before this worker has even connected.
-    """
-    configure_logging(config.log_path)  # a no-op in a fork server's child: already done
-    proctree.set_parent_death_signal(signal.SIGTERM)
-    proctree.set_child_subreaper()
-    if os.getppid() == 1:
-        sys.exit(0)
-
-    def report(shell_pid: int, integrated: bool) -> None:
-        nonlocal report_fd
-        if report_fd is not None:
-            line = json.dumps({"shell_pid": shell_pid, "integrated": integrated}).encode()
-            with contextlib.suppress(OSError):
-                os.write(report_fd, line + b"\n")
-            os.close(report_fd)
-            report_fd = None
-
-    try:
-        worker = Worker(config, report)
-    except Exception as exc:
-        if report_fd is not None:
-            os.close(report_fd)
-        logger.exception("pane start failed")
-        ctx = zmq.Context()
-        sock = ctx.socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 2000)
-        sock.connect(config.endpoint)
-        sock.send(
-            m.encode(
-                m.PaneStartFailed(
-                    window_id=config.window_id, pane_id=config.pane_id, reason=str(exc)
-                )
-            )
-        )
-        sock.close()
-        ctx.term()
-        sys.exit(1)
-    asyncio.run(worker.run())

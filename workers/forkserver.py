@@ -29,6 +29,7 @@ from typing import Any
 from pebrel import proctree
 from pebrel.screenrules import shipped_rules
 from workers import app as worker_app
+from workers import startup
 from workers.shells import launch_spec
 
 REPORT_TIMEOUT_S = 2.0
@@ -50,7 +51,7 @@ def _child(
         os.close(devnull)
         os.setsid()
         gc.unfreeze()
-        worker_app.run_worker(worker_app.WorkerConfig(**config), report_fd)
+        startup.run_worker(worker_app.WorkerConfig(**config), report_fd)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
@@ -169,7 +170,7 @@ def _warm_caches() -> None:
 def main() -> None:
     proctree.set_parent_death_signal(signal.SIGTERM)
     if len(sys.argv) > 1:  # the runtime log: workers inherit the open handler
-        worker_app.configure_logging(sys.argv[1])
+        startup.configure_logging(sys.argv[1])
     _warm_caches()
     gc.collect()
     gc.freeze()

@@ -230,9 +230,9 @@ def test_worker_reports_agent_facts(tmp_path: Path) -> None:
             await until(lambda: worker.screen.visible_text().endswith("$"), "the prompt")
             await asyncio.sleep(0.3)
             assert of(m.ForegroundChanged) == [] and of(m.ScreenMatched) == []  # idle: silent
-            worker._queue_write(1, b"claude\n")
+            worker.writer.queue(1, b"claude\n")
             await until(lambda: len(of(m.ScreenMatched)) >= 1, "the approval rule")
-            worker._queue_write(2, b"y\n")
+            worker.writer.queue(2, b"y\n")
             await until(lambda: len(of(m.ScreenMatched)) >= 2, "the extra rule")
             fg = of(m.ForegroundChanged)[-1]
             assert isinstance(fg, m.ForegroundChanged)
