@@ -18,14 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from pebrel import messages as m
 from pebrel import proctree
-from pebrel.envcontract import pane_env
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.model import SUBMIT_CONFIRM_MS, TaskState
 from pebrel.settings import Settings
-from pebrel.shellids import ShellChoice
 from router import agents, layout, links
 from router.forkserver import ForkServer
-from router.links import WorkerLink, WorkerProcess
+from router.links import WorkerLink
 from router.state import Pane, RouterState, Tab, Window
 
 if TYPE_CHECKING:
@@ -33,14 +31,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SPAWN_TIMEOUT_S = 15.0
 CLOSE_TIMEOUT_S = 3.0
-
-
-def _retrieved(fut: asyncio.Future[Any]) -> None:
-    """Mark a start that nobody awaits as seen (a worker that died before connecting)."""
-    if not fut.cancelled():
-        fut.exception()
 
 
 class Runtime:
@@ -119,97 +110,6 @@ class Runtime:
                 ErrorCode.INVALID_PARAMS, f"cwd {cwd!r} is not an absolute directory", {"cwd": cwd}
             )
         return cwd
-
-    async def spawn_pane(
-        self, window: Window, shell: ShellChoice, cwd: str, cols: int, rows: int
-    ) -> Pane:
-        """Start a worker with its shell; return the pane once its shell process exists."""
-        pane_id = window.allocate_pane_id()
-        pane = Pane(
-            window_id=window.window_id,
-            pane_id=pane_id,
-            shell=shell.argv[0],
-            shell_id=shell.shell_id,
-            cwd=cwd,
-            cols=cols,
-            rows=rows,
-        )
-        env = pane_env(
-            self.base_env, window_id=window.window_id, pane_id=pane_id, explicit=shell.env
-        )
-        config = {
-            "endpoint": self.endpoint,
-            "window_id": window.window_id,
-            "pane_id": pane_id,
-            "argv": shell.argv,
-            "integrate": shell.integrate,
-            "env": env,
-            "cwd": cwd,
-            "cols": cols,
-            "rows": rows,
-            "scrollback_lines": self.settings.scrollback_lines,
-            "screen_rules": self.settings.screen_rules,
-            "log_path": str(self.data_dir / "runtime.log"),
-        }
-        loop = asyncio.get_running_loop()
-        assert self.forkserver is not None
-        # Registered before the fork: the worker may connect, and report its first prompt,
-        # before the fork server's reply is handled here.
-        link = WorkerLink(window.window_id, pane_id, WorkerProcess(0), loop.create_future())
-        self.links[pane.key] = link
-        self.starting[pane.key] = pane
-        self.spawns_in_flight += 1
-        try:
-            reply = await self.forkserver.spawn(config)
-        except BaseException:
-            self.links.pop(pane.key, None)
-            self.starting.pop(pane.key, None)
-            raise
-        finally:
-            self.spawns_in_flight -= 1
-        link.proc.pid = reply.pid
-        if reply.pid in self.exited_early:
-            link.proc.returncode = self.exited_early.pop(reply.pid)
-            self._worker_exited(link)
-        if not self.spawns_in_flight:
-            self.exited_early.clear()
-        if link.dead:
-            self.starting.pop(pane.key, None)
-            raise PebrelError(ErrorCode.ACTION_FAILED, "the pane's worker exited during start")
-        if reply.shell_pid is not None:
-            # The shell runs: answer now. The worker connects a moment later; requests to it
-            # wait for that (links.request), and if it dies first the pane is marked exited.
-            self.starting.pop(pane.key, None)
-            pane.pid = reply.shell_pid
-            pane.worker_pid = reply.pid
-            pane.integrated = pane.tracker.integrated = reply.integrated
-            link.started.add_done_callback(_retrieved)
-        else:
-            await self._await_started(pane, link, shell)
-        pane.started = True
-        self.state.panes[pane.key] = pane
-        logger.info("pane started", extra={"window_id": pane.window_id, "pane_id": pane_id})
-        return pane
-
-    async def _await_started(self, pane: Pane, link: WorkerLink, shell: ShellChoice) -> None:
-        """Wait for the worker's own report (it could not say through the fork server)."""
-        try:
-            started = await asyncio.wait_for(asyncio.shield(link.started), SPAWN_TIMEOUT_S)
-        except (TimeoutError, PebrelError) as exc:
-            links.kill(link)
-            self.links.pop(pane.key, None)
-            if isinstance(exc, PebrelError):
-                raise
-            raise PebrelError(ErrorCode.ACTION_FAILED, "the pane did not start in time") from exc
-        finally:
-            self.starting.pop(pane.key, None)
-        if isinstance(started, m.PaneStartFailed):
-            self.links.pop(pane.key, None)
-            raise PebrelError(
-                ErrorCode.ACTION_FAILED,
-                f"could not start the shell: {started.reason}",
-                {"shell": shell.shell_id},
-            )
 
     # -- worker events ---------------------------------------------------------------------------
     def on_worker_message(self, message: m.Message) -> None:
@@ -330,7 +230,7 @@ class Runtime:
         pane.tracker.exited(exit_code)
         logger.info("pane exited", extra={"window_id": pane.window_id, "pane_id": pane.pane_id})
 
-    def _worker_exited(self, link: WorkerLink) -> None:
+    def link_gone(self, link: WorkerLink) -> None:
         link.dead = True
         link.gone.set()
         links.fail_pending(link)
@@ -361,7 +261,7 @@ class Runtime:
         for link in list(self.links.values()):
             if link.proc.pid == pid and not link.dead:
                 link.proc.returncode = returncode
-                self._worker_exited(link)
+                self.link_gone(link)
                 return
         if self.spawns_in_flight:
             # Maybe before spawn_pane took the fork server's reply (same pipe, next line).

@@ -11,6 +11,7 @@ from pebrel.shellids import default_shell, resolve_shell
 from router import layout
 from router.handlers import Handler, Params, Result
 from router.runtime import Runtime
+from router.spawn import spawn_pane
 
 
 async def split(rt: Runtime, params: Params) -> Result:
@@ -28,7 +29,7 @@ async def split(rt: Runtime, params: Params) -> Result:
         exists = os.path.isabs(target.cwd) and os.path.isdir(target.cwd)
         directory = target.cwd if exists else rt.launch_cwd
     window, _, tab = rt.state.locate(target)
-    pane = await rt.spawn_pane(window, shell, directory, target.cols, target.rows)
+    pane = await spawn_pane(rt, window, shell, directory, target.cols, target.rows)
     if target.key not in rt.state.panes:
         # The target closed while the new shell started: nothing to split any more.
         await rt.close_panes([pane])

@@ -9,6 +9,7 @@ from pebrel.model import DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS
 from pebrel.shellids import default_shell, resolve_shell
 from router.handlers import Handler, Params, Result
 from router.runtime import Runtime
+from router.spawn import spawn_pane
 from router.state import new_tab
 
 
@@ -24,7 +25,7 @@ async def new(rt: Runtime, params: Params) -> Result:
     current = window.tabs[window.active_tab] if window.tabs else None
     cols = params.get("cols", current.cols if current else DEFAULT_TAB_COLS)
     rows = params.get("rows", current.rows if current else DEFAULT_TAB_ROWS)
-    pane = await rt.spawn_pane(window, shell, directory, cols, rows)
+    pane = await spawn_pane(rt, window, shell, directory, cols, rows)
     if window.window_id not in rt.state.windows:
         await rt.close_panes([pane])
         rt.state.panes.pop(pane.key, None)

@@ -9,6 +9,7 @@ from pebrel.model import DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS
 from pebrel.shellids import default_shell, resolve_shell
 from router.handlers import Handler, Params, Result
 from router.runtime import Runtime
+from router.spawn import spawn_pane
 from router.state import Window, new_tab
 
 
@@ -26,7 +27,7 @@ async def open_window(
     )
     directory = rt.check_cwd(cwd) or rt.check_cwd(shell.cwd) or rt.launch_cwd
     window = Window(window_id=rt.state.allocate_window_id())
-    pane = await rt.spawn_pane(window, shell, directory, cols, rows)
+    pane = await spawn_pane(rt, window, shell, directory, cols, rows)
     window.tabs.append(new_tab(pane.pane_id, cols, rows))
     rt.state.windows[window.window_id] = window
     rt.state.focused_window = window.window_id
