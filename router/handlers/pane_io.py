@@ -29,6 +29,8 @@ from router.state import Pane
 
 #: How long pane.run waits for a just-started shell's first prompt, and for its command start.
 FIRST_PROMPT_TIMEOUT_S = 10.0
+#: Read answers the router keeps per pane (by line count) until the worker reports a change.
+READS_KEPT = 4
 RUN_START_TIMEOUT_S = 5.0
 
 
@@ -64,6 +66,8 @@ async def read(rt: Runtime, params: Params) -> Result:
         assert isinstance(answer, m.ScreenRead)
         reply = answer
         if pane.screen_generation == generation:
+            if len(pane.reads) >= READS_KEPT:
+                pane.reads.clear()  # a client varying `lines` must not pile up answers
             pane.reads[lines] = reply
     return {
         **pane_ids(pane),
