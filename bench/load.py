@@ -32,7 +32,7 @@ import psutil
 
 from bench import data
 from bench.harness import Bench, BenchError, MeasurementTimeout, PebrelPane, TmuxPane, deadline
-from bench.measure import MB, MIB, Run, _ms, _request, log, poll_text
+from bench.measure import MB, MIB, Run, _ms, log, one_request, poll_text
 from bench.stats import Row
 
 #: Every line of `data.plain_text` has it: a flooded screen always shows it.
@@ -402,25 +402,9 @@ async def _exec_tokens(
     async def one(i: int) -> str | None:
         expect = f"tok-{tag}-{i}"
         params = {**target, "argv": ["echo", expect]}
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError as exc:
-            return f"connect: {exc}"
-        try:
-            writer.write(_request(token, i, "pane.exec", params))
-            await writer.drain()
-            line = await asyncio.wait_for(reader.readline(), EXEC_REQUEST_TIMEOUT_S)
-        except TimeoutError:
-            return f"no answer within {EXEC_REQUEST_TIMEOUT_S:g} s"
-        except OSError as exc:
-            return f"connection: {exc}"
-        finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
-        if not line:
-            return "connection closed without an answer"
-        response = json.loads(line)
+        response = await one_request(port, token, i, "pane.exec", params, EXEC_REQUEST_TIMEOUT_S)
+        if isinstance(response, str):
+            return response
         problem = _envelope_problem(response)
         if problem is not None:
             return problem

@@ -626,20 +626,42 @@ def _request(token: str, request_id: int, method: str, params: dict[str, Any]) -
     return json.dumps(body, separators=(",", ":")).encode() + b"\n"
 
 
+async def one_request(
+    port: int,
+    token: str,
+    request_id: int,
+    method: str,
+    params: dict[str, Any],
+    timeout_s: float | None = None,
+) -> dict[str, Any] | str:
+    """One request on its own new connection: the answer, or what went wrong instead."""
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError as exc:
+        return f"connect: {exc}"
+    try:
+        writer.write(_request(token, request_id, method, params))
+        await writer.drain()
+        line = await asyncio.wait_for(reader.readline(), timeout_s)
+    except TimeoutError:
+        return f"no answer within {timeout_s:g} s"
+    except OSError as exc:
+        return f"connection: {exc}"
+    finally:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+    if not line:
+        return "connection closed without an answer"
+    response: dict[str, Any] = json.loads(line)
+    return response
+
+
 async def _exec_burst(port: int, token: str, target: dict[str, int], n: int) -> float:
     async def one(i: int) -> str | None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            writer.write(_request(token, i, "pane.exec", {**target, "argv": ["true"]}))
-            await writer.drain()
-            line = await reader.readline()
-        finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
-        if not line:
-            return "connection closed without an answer"
-        response = json.loads(line)
+        response = await one_request(port, token, i, "pane.exec", {**target, "argv": ["true"]})
+        if isinstance(response, str):
+            return response
         if not response.get("ok"):
             return str(response.get("error", {}).get("code"))
         if response["result"].get("exit_code") != 0:

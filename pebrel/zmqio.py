@@ -9,9 +9,14 @@ enum operation: the hot paths use these plain ints.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import zmq
+
+from pebrel import messages as m
+
+logger = logging.getLogger(__name__)
 
 EVENTS = int(zmq.EVENTS)
 POLLIN = int(zmq.POLLIN)
@@ -26,3 +31,18 @@ def waiting(sock: zmq.SyncSocket) -> Iterator[list[bytes]]:
             yield sock.recv_multipart(flags=NOBLOCK)
         except zmq.Again:
             return
+
+
+def incoming(sock: zmq.SyncSocket, frames: int = 1) -> Iterator[tuple[list[bytes], m.Message]]:
+    """Every actor message waiting on ``sock``, with its frames (a ROUTER's first frame is the
+    peer's identity). Frames of another count and undecodable messages are dropped, logged."""
+    for parts in waiting(sock):
+        if len(parts) != frames:
+            logger.warning("actor message with %d frames dropped", len(parts))
+            continue
+        try:
+            message = m.decode(parts[-1])
+        except m.MessageError:
+            logger.warning("undecodable actor message dropped")
+            continue
+        yield parts, message

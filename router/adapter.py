@@ -34,7 +34,7 @@ from pebrel.envelope import (
     answer as answer_envelope,
 )
 from pebrel.errors import ErrorCode, PebrelError, internal_error
-from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, waiting
+from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, incoming
 
 logger = logging.getLogger(__name__)
 
@@ -203,12 +203,7 @@ class Frontend:
         """Handle every message waiting on the socket (the FD is edge-triggered: drain it)."""
         self.drain_scheduled = True
         try:
-            for frames in waiting(self.sock):
-                try:
-                    message = m.decode(frames[-1])
-                except m.MessageError:
-                    logger.warning("undecodable message from router")
-                    continue
+            for _, message in incoming(self.sock):
                 try:
                     self.on_router_message(message)
                 except Exception:

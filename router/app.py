@@ -34,7 +34,7 @@ from pebrel.datadir import (
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
-from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, waiting
+from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, incoming
 from router.delegation import Delegations
 from router.forkserver import ForkServer
 from router.handlers import (
@@ -140,16 +140,7 @@ class RouterApp:
         """
         self.drain_scheduled = True  # sends from handlers need not schedule another drain
         try:
-            for parts in waiting(self.sock):
-                if len(parts) != 2:
-                    logger.warning("actor message with %d frames dropped", len(parts))
-                    continue
-                identity, frame = parts
-                try:
-                    message = m.decode(frame)
-                except m.MessageError:
-                    logger.warning("undecodable actor message dropped")
-                    continue
+            for (identity, _), message in incoming(self.sock, frames=2):
                 try:
                     self.handle(identity, message)
                 except Exception:

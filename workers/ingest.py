@@ -53,6 +53,29 @@ def _rows_pattern(cols: int) -> re.Pattern[str]:
     return re.compile(rf"([^\r\n]{{0,{cols}}})(\r\n)?")
 
 
+def text_rows(data: bytes, cols: int, whole_lines: bool) -> list[tuple[str, bool]] | None:
+    """The rows (text, soft-wrapped) that CR LF separated lines of held bytes make when drawn
+    from column 0 of blank rows; None if an LF comes without a CR (it keeps its column).
+
+    ``whole_lines``: ``data`` ends with a line end (no row follows it); otherwise its last,
+    unfinished line makes the last rows.
+    """
+    text = _SGR.sub(b"", data).decode("ascii")
+    lines = text.split("\r\n")
+    breaks = len(lines) - 1
+    if text.count("\n") != breaks:
+        return None
+    if whole_lines:
+        lines.pop()
+    if text.count("\r") > breaks:  # a CR inside a line: render row by row
+        return [row for line in lines for row in render_rows(line, cols)]
+    if max(map(len, lines), default=0) <= cols:
+        return list(zip(map(str.rstrip, lines), repeat(False)))
+    found = _rows_pattern(cols).findall(text if whole_lines else text + "\r\n")
+    found.pop()  # the empty match at the end
+    return [(row.rstrip(), False) if end else (row, True) for row, end in found]
+
+
 def render_rows(line: str, cols: int) -> list[tuple[str, bool]]:
     """The history rows of one printable-ASCII line drawn from column 0 of a blank row.
 
@@ -185,17 +208,9 @@ class FastIngest:
                 return None
         data = b"".join(self.pending)
         self.pending = [data]
-        text = _SGR.sub(b"", data).decode("ascii")
-        lines = text.split("\r\n")
-        if text.count("\n") != len(lines) - 1:
+        rows = text_rows(data, screen.columns, whole_lines=False)
+        if rows is None:
             return None  # a bare LF keeps its column: only pyte knows
-        cols = screen.columns
-        rows: list[tuple[str, bool]] = []
-        for line in lines:
-            if len(line) <= cols and "\r" not in line:
-                rows.append((line.rstrip(), False))
-            else:
-                rows.extend(render_rows(line, cols))
         return rows if len(rows) >= screen.lines else None
 
     def _apply_pending(self) -> None:
@@ -299,31 +314,15 @@ class FastIngest:
 
         Returns False, changing nothing, if ``head`` has an LF without a CR before it.
         """
-        text = _SGR.sub(b"", head).decode("ascii")
-        lines = text.split("\r\n")
-        if text.count("\n") != len(lines) - 1:
+        rows = text_rows(head, self.screen.columns, whole_lines=True)
+        if rows is None:
             return False
-        lines.pop()
         screen = self.screen
-        cols = screen.columns
-        history = screen.history
-        pushed = 0
         if not self.blank_top:
             for y in range(screen.lines - 1):
                 screen.push_history(screen.buffer.get(y), screen.wrapped[y])
-        if text.count("\r") > len(lines):  # a CR inside a line: render row by row
-            for line in lines:
-                rendered = render_rows(line, cols)
-                history.extend(rendered)
-                pushed += len(rendered)
-        elif max(map(len, lines)) <= cols:
-            history.extend(zip(map(str.rstrip, lines), repeat(False)))
-            pushed = len(lines)
-        else:
-            found = _rows_pattern(cols).findall(text)
-            found.pop()  # the empty match at the end
-            history.extend([(row.rstrip(), False) if end else (row, True) for row, end in found])
-            pushed = len(found)
+        screen.history.extend(rows)
+        pushed = len(rows)
         screen.scrolled_total += pushed
         reset = max(head.rfind(marker) for marker in _SGR_RESETS)
         attributes = _SGR.findall(head, max(reset, 0))
