@@ -14,21 +14,20 @@ from typing import Any, NoReturn
 import click
 
 from cli.output import (
+    CLI_WAIT_TIMEOUT_MS,
     EXIT_ERROR,
     EXIT_OK,
-    EXIT_UNAVAILABLE,
-    Unreachable,
     call,
+    check_submit_wait,
     emit,
-    finish,
     pretty_option,
     prune,
-    request,
-    wait_baseline,
+    submit_then_wait,
+    wait_timeout_option,
     wait_timeout_s,
     window_option,
 )
-from cli.pane_cmd import CLI_WAIT_TIMEOUT_MS, WAIT_STATES, read_paste_text
+from cli.pane_cmd import WAIT_STATES, read_paste_text
 
 #: agent.start's default `ready_timeout_ms` (the runtime applies the same).
 READY_DEFAULT_TIMEOUT_MS = 60_000
@@ -47,9 +46,6 @@ wait_option = click.option(
     type=WAIT_STATES,
     help="Then wait for STATE (default settled: the turn ended) after this submission.",
 )
-wait_timeout_option = click.option(
-    "--timeout-ms", type=click.IntRange(min=0), help="Wait timeout (default 600000)."
-)
 
 
 def deliver_then_wait(
@@ -64,28 +60,14 @@ def deliver_then_wait(
     The wait envelope is printed; its result carries `last_message`, the final message a stop
     hook supplied.
     """
-    try:
-        sent = request(method, params)
-        if state is None or not sent.get("ok"):
-            finish(sent, pretty)
-        result = sent["result"]
-        wait_ms = timeout_ms if timeout_ms is not None else CLI_WAIT_TIMEOUT_MS
-        wait_params = {
+
+    def generation_of(result: dict[str, Any]) -> dict[str, Any]:
+        return {
             "agent": result.get("agent_id") or params["agent"],
             "generation": result["generation"],
-            "state": state,
-            "after_seq": wait_baseline(result["state_change_seq"], state),
-            "timeout_ms": wait_ms,
         }
-        if wait_params["after_seq"] is None:
-            del wait_params["after_seq"]
-        waited = request("agent.wait", wait_params, wait_timeout_s(wait_ms, CLI_WAIT_TIMEOUT_MS))
-    except Unreachable as exc:
-        emit(exc.envelope, pretty)
-        sys.exit(EXIT_UNAVAILABLE)
-    if waited.get("ok"):
-        waited["result"]["submitted"] = True
-    finish(waited, pretty)
+
+    submit_then_wait(method, params, state, timeout_ms, pretty, "agent.wait", generation_of)
 
 
 @click.group()
@@ -160,8 +142,7 @@ def send(
     pretty: bool,
 ) -> None:
     """Type one prompt line to AGENT; with --wait, return when that turn ends."""
-    if no_submit and wait_state is not None:
-        raise click.UsageError("--no-submit and --wait contradict each other")
+    check_submit_wait(no_submit, wait_state)
     params = prune(agent=agent, generation=generation, text=text, submit=not no_submit)
     deliver_then_wait("agent.prompt", params, wait_state, timeout_ms, pretty)
 
@@ -190,8 +171,7 @@ def paste(
     pretty: bool,
 ) -> None:
     """Bracketed paste of multi-line text to AGENT; with --wait, return when that turn ends."""
-    if no_submit and wait_state is not None:
-        raise click.UsageError("--no-submit and --wait contradict each other")
+    check_submit_wait(no_submit, wait_state)
     data = read_paste_text(text, from_stdin, from_file)
     params = prune(agent=agent, generation=generation, text=data, submit=not no_submit)
     deliver_then_wait("agent.paste", params, wait_state, timeout_ms, pretty)

@@ -5,8 +5,17 @@ from __future__ import annotations
 import click
 
 from cli.agent_cmd import deliver_then_wait
-from cli.output import call, pretty_option, prune, wait_timeout_s, window_option
-from cli.pane_cmd import CLI_WAIT_TIMEOUT_MS, WAIT_STATES
+from cli.output import (
+    CLI_WAIT_TIMEOUT_MS,
+    call,
+    check_submit_wait,
+    pretty_option,
+    prune,
+    wait_timeout_option,
+    wait_timeout_s,
+    window_option,
+)
+from cli.pane_cmd import WAIT_STATES
 
 agent_option = click.option("--agent", required=True, help="Agent name or agent_id.")
 
@@ -34,7 +43,7 @@ def agent_get(agent: str, generation: int | None, pretty: bool) -> None:
 @click.option("--text", required=True)
 @click.option("--no-submit", is_flag=True)
 @click.option("--wait", "wait_state", type=WAIT_STATES, help="Then agent.wait for this state.")
-@click.option("--timeout-ms", type=click.IntRange(min=0), help="Wait timeout (default 600000).")
+@wait_timeout_option
 @pretty_option
 def agent_prompt(
     agent: str,
@@ -46,8 +55,7 @@ def agent_prompt(
     pretty: bool,
 ) -> None:
     """agent.prompt (then agent.wait from its state_change_seq with --wait)."""
-    if no_submit and wait_state is not None:
-        raise click.UsageError("--no-submit and --wait contradict each other")
+    check_submit_wait(no_submit, wait_state)
     params = prune(agent=agent, generation=generation, text=text, submit=not no_submit)
     deliver_then_wait("agent.prompt", params, wait_state, timeout_ms, pretty)
 

@@ -6,7 +6,9 @@ import click
 
 from cli.lazygroup import LazyGroup
 from cli.output import (
+    CLI_WAIT_TIMEOUT_MS,
     call,
+    check_submit_wait,
     pretty_option,
     prompt_then_wait,
     prune,
@@ -15,7 +17,6 @@ from cli.output import (
     window_option,
 )
 from cli.pane_cmd import (
-    CLI_WAIT_TIMEOUT_MS,
     KEY_HELP,
     WAIT_STATES,
     key_params,
@@ -167,10 +168,7 @@ def prompt(
     pretty: bool,
 ) -> None:
     """pane.prompt (then pane.wait from the post-submit baseline with --wait)."""
-    if no_submit and wait_state is not None:
-        raise click.UsageError("--no-submit and --wait contradict each other")
-    if wait_state is not None and timeout_ms is None:
-        timeout_ms = CLI_WAIT_TIMEOUT_MS
+    check_submit_wait(no_submit, wait_state)
     params = prune(window_id=window_id, pane_id=pane_id, text=text, submit=not no_submit)
     prompt_then_wait(params, wait_state, timeout_ms, pretty)
 
@@ -247,11 +245,8 @@ def paste(
     pretty: bool,
 ) -> None:
     """pane.paste (exactly one of --text, --stdin, --from-file; --wait as for prompt)."""
-    if no_submit and wait_state is not None:
-        raise click.UsageError("--no-submit and --wait contradict each other")
+    check_submit_wait(no_submit, wait_state)
     data = read_paste_text(text, from_stdin, from_file)
-    if wait_state is not None and timeout_ms is None:
-        timeout_ms = CLI_WAIT_TIMEOUT_MS
     params = prune(window_id=window_id, pane_id=pane_id, text=data, submit=not no_submit)
     prompt_then_wait(params, wait_state, timeout_ms, pretty, method="pane.paste")
 
@@ -276,14 +271,7 @@ def exec_pane(
     """pane.exec: `ctl exec-pane --window 1 --pane 2 -- ARGV...` (no shell, no TTY)."""
     from cli.pane_cmd import run_exec
 
-    params = prune(
-        window_id=window_id,
-        pane_id=pane_id,
-        argv=list(argv),
-        timeout_ms=timeout_ms,
-        max_output_bytes=max_output_bytes,
-    )
-    run_exec(params, pretty, exit_code)
+    run_exec(window_id, pane_id, argv, timeout_ms, max_output_bytes, exit_code, pretty)
 
 
 @ctl.command("procs")

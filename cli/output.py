@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from pebrel.client import DEFAULT_TIMEOUT_S, Client, RuntimeUnavailable, unavailable_envelope
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -20,6 +23,8 @@ EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
 
 WINDOW_ENV = ["PEBREL_WINDOW_ID", "NEBULA_WINDOW_ID"]
+#: Default timeout of `pane wait`, `agent wait` and a submission's `--wait` in the CLI: 10 minutes.
+CLI_WAIT_TIMEOUT_MS = 600_000
 
 pretty_option = click.option("--pretty", is_flag=True, help="Indent the JSON output.")
 window_option = click.option(
@@ -29,6 +34,9 @@ window_option = click.option(
     envvar=WINDOW_ENV,
     show_envvar=True,
     help="Window of the pane (default: the calling pane's window, PEBREL_WINDOW_ID).",
+)
+wait_timeout_option = click.option(
+    "--timeout-ms", type=click.IntRange(min=0), help="Wait timeout (default 600000)."
 )
 
 
@@ -100,6 +108,50 @@ def wait_baseline(seq: int, state: str) -> int | None:
     return baseline if baseline >= 1 else None
 
 
+def check_submit_wait(no_submit: bool, wait_state: str | None) -> None:
+    """Refuse --no-submit with --wait: without a submission there is no turn to wait for."""
+    if no_submit and wait_state is not None:
+        raise click.UsageError("--no-submit and --wait contradict each other")
+
+
+def submit_then_wait(
+    method: str,
+    params: dict[str, Any],
+    state: str | None,
+    timeout_ms: int | None,
+    pretty: bool,
+    wait_method: str,
+    wait_target: Callable[[dict[str, Any]], dict[str, Any]],
+) -> NoReturn:
+    """A submission, then (with a state) `wait_method` from its post-submit seq (R5.5).
+
+    `wait_target` picks the waited-on target (pane or agent generation) out of the submission's
+    result. The wait runs CLI_WAIT_TIMEOUT_MS unless `timeout_ms`; its envelope is printed with
+    `submitted: true`.
+    """
+    try:
+        sent = request(method, params)
+        if state is None or not sent.get("ok"):
+            finish(sent, pretty)
+        result = sent["result"]
+        wait_ms = timeout_ms if timeout_ms is not None else CLI_WAIT_TIMEOUT_MS
+        wait_params = {
+            **wait_target(result),
+            "state": state,
+            "after_seq": wait_baseline(result["state_change_seq"], state),
+            "timeout_ms": wait_ms,
+        }
+        if wait_params["after_seq"] is None:
+            del wait_params["after_seq"]
+        waited = request(wait_method, wait_params, wait_timeout_s(wait_ms, CLI_WAIT_TIMEOUT_MS))
+    except Unreachable as exc:
+        emit(exc.envelope, pretty)
+        sys.exit(EXIT_UNAVAILABLE)
+    if waited.get("ok"):
+        waited["result"]["submitted"] = True
+    finish(waited, pretty)
+
+
 def prompt_then_wait(
     params: dict[str, Any],
     state: str | None,
@@ -107,27 +159,9 @@ def prompt_then_wait(
     pretty: bool,
     method: str = "pane.prompt",
 ) -> NoReturn:
-    """pane.prompt or pane.paste, then (if asked) pane.wait from the post-submit seq (R5.5)."""
-    from pebrel.model import WAIT_DEFAULT_TIMEOUT_MS
+    """pane.prompt or pane.paste, then (if asked) pane.wait on that pane (R5.5)."""
 
-    try:
-        sent = request(method, params)
-        if state is None or not sent.get("ok"):
-            finish(sent, pretty)
-        result = sent["result"]
-        wait_params = prune(
-            window_id=result["window_id"],
-            pane_id=result["pane_id"],
-            state=state,
-            after_seq=wait_baseline(result["state_change_seq"], state),
-            timeout_ms=timeout_ms,
-        )
-        waited = request(
-            "pane.wait", wait_params, wait_timeout_s(timeout_ms, WAIT_DEFAULT_TIMEOUT_MS)
-        )
-    except Unreachable as exc:
-        emit(exc.envelope, pretty)
-        sys.exit(EXIT_UNAVAILABLE)
-    if waited.get("ok"):
-        waited["result"]["submitted"] = True
-    finish(waited, pretty)
+    def pane_of(result: dict[str, Any]) -> dict[str, Any]:
+        return prune(window_id=result["window_id"], pane_id=result["pane_id"])
+
+    submit_then_wait(method, params, state, timeout_ms, pretty, "pane.wait", pane_of)

@@ -9,25 +9,35 @@ import click
 
 from cli.lazygroup import LazyGroup
 from cli.output import (
+    CLI_WAIT_TIMEOUT_MS,
     EXIT_UNAVAILABLE,
     Unreachable,
     call,
+    check_submit_wait,
     emit,
     finish,
     pretty_option,
     prompt_then_wait,
     prune,
     request,
+    wait_timeout_option,
     wait_timeout_s,
     window_option,
 )
 
-#: Default timeout of `pane wait` and `pane send --wait` in the CLI: 10 minutes.
-CLI_WAIT_TIMEOUT_MS = 600_000
 WAIT_STATES = click.Choice(
     ["settled", "idle", "running", "completed", "failed", "attention", "waiting_input"]
 )
 pane_arg = click.argument("pane_id", type=click.IntRange(min=1))
+wait_option = click.option(
+    "--wait",
+    "wait_state",
+    is_flag=False,
+    flag_value="settled",
+    default=None,
+    type=WAIT_STATES,
+    help="Then wait for STATE (default settled) after this submission.",
+)
 
 
 @click.group(
@@ -82,16 +92,8 @@ def read(pane_id: int, window_id: int | None, lines: int | None, pretty: bool) -
 @click.argument("text")
 @window_option
 @click.option("--no-submit", is_flag=True, help="Type the text without pressing Enter.")
-@click.option(
-    "--wait",
-    "wait_state",
-    is_flag=False,
-    flag_value="settled",
-    default=None,
-    type=WAIT_STATES,
-    help="Then wait for STATE (default settled) after this submission.",
-)
-@click.option("--timeout-ms", type=click.IntRange(min=0), help="Wait timeout (default 600000).")
+@wait_option
+@wait_timeout_option
 @pretty_option
 def send(
     pane_id: int,
@@ -103,11 +105,8 @@ def send(
     pretty: bool,
 ) -> None:
     """Type one line (and Enter); with --wait, wait until it settles."""
-    if no_submit and wait_state is not None:
-        raise click.UsageError("--no-submit and --wait contradict each other")
+    check_submit_wait(no_submit, wait_state)
     params = prune(window_id=window_id, pane_id=pane_id, text=text, submit=not no_submit)
-    if wait_state is not None and timeout_ms is None:
-        timeout_ms = CLI_WAIT_TIMEOUT_MS
     prompt_then_wait(params, wait_state, timeout_ms, pretty)
 
 
@@ -298,16 +297,8 @@ def key(
     help="Paste this file's text (read by the CLI).",
 )
 @click.option("--no-submit", is_flag=True, help="Paste without pressing Enter afterwards.")
-@click.option(
-    "--wait",
-    "wait_state",
-    is_flag=False,
-    flag_value="settled",
-    default=None,
-    type=WAIT_STATES,
-    help="Then wait for STATE (default settled) after this submission.",
-)
-@click.option("--timeout-ms", type=click.IntRange(min=0), help="Wait timeout (default 600000).")
+@wait_option
+@wait_timeout_option
 @pretty_option
 def paste(
     pane_id: int,
@@ -321,12 +312,9 @@ def paste(
     pretty: bool,
 ) -> None:
     """Bracketed paste of multi-line text (and Enter); with --wait, wait until it settles."""
-    if no_submit and wait_state is not None:
-        raise click.UsageError("--no-submit and --wait contradict each other")
+    check_submit_wait(no_submit, wait_state)
     data = read_paste_text(text, from_stdin, from_file)
     params = prune(window_id=window_id, pane_id=pane_id, text=data, submit=not no_submit)
-    if wait_state is not None and timeout_ms is None:
-        timeout_ms = CLI_WAIT_TIMEOUT_MS
     prompt_then_wait(params, wait_state, timeout_ms, pretty, method="pane.paste")
 
 
@@ -367,11 +355,26 @@ def exec_exit_status(envelope: dict[str, Any]) -> int:
     return int(code) if code is not None else EXIT_EXEC_FAILED
 
 
-def run_exec(params: dict[str, Any], pretty: bool, exit_code: bool) -> None:
+def run_exec(
+    window_id: int | None,
+    pane_id: int,
+    argv: tuple[str, ...],
+    timeout_ms: int | None,
+    max_output_bytes: int | None,
+    exit_code: bool,
+    pretty: bool,
+) -> None:
     """pane.exec: print the envelope; exit 0/1/3, or with the child's status (--exit-code)."""
     import sys
 
-    timeout_s = wait_timeout_s(params.get("timeout_ms"), EXEC_DEFAULT_TIMEOUT_MS)
+    params = prune(
+        window_id=window_id,
+        pane_id=pane_id,
+        argv=list(argv),
+        timeout_ms=timeout_ms,
+        max_output_bytes=max_output_bytes,
+    )
+    timeout_s = wait_timeout_s(timeout_ms, EXEC_DEFAULT_TIMEOUT_MS)
     try:
         envelope = request("pane.exec", params, timeout_s)
     except Unreachable as exc:
@@ -405,14 +408,7 @@ def exec_(
     The child gets the pane's launch environment (a virtualenv activated inside the pane's
     shell is not seen), stdin from /dev/null, and the last 1 MiB of each stream is kept.
     """
-    params = prune(
-        window_id=window_id,
-        pane_id=pane_id,
-        argv=list(argv),
-        timeout_ms=timeout_ms,
-        max_output_bytes=max_output_bytes,
-    )
-    run_exec(params, pretty, exit_code)
+    run_exec(window_id, pane_id, argv, timeout_ms, max_output_bytes, exit_code, pretty)
 
 
 @pane.command("procs")
