@@ -23,7 +23,7 @@ from pebrel import messages as m
 from pebrel import proctree
 from pebrel.keys import encode_key
 from pebrel.screenrules import Rule, load_rules
-from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, waiting
+from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, incoming
 from workers.exec import ExecService, resolve_cwd
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
@@ -387,12 +387,7 @@ class Worker:
         assert sock is not None
         if stop.is_set():
             return
-        for frames in waiting(sock):
-            try:
-                message = m.decode(frames[-1])
-            except m.MessageError:
-                logger.warning("undecodable message from router")
-                continue
+        for _, message in incoming(sock):
             try:
                 keep = self.handle(message)
             except Exception:

@@ -140,6 +140,18 @@ def start_argv(kind: str, resume: str | None) -> list[str]:
     return [*RESUME_ARGV[kind], resume]
 
 
+def start_line(pane: Pane, argv: list[str], cwd: str | None) -> str:
+    """The start command to type into an existing pane; it must be an idle shell at its prompt."""
+    require_live(pane)
+    if pane.tracker.busy or pane.agents.session is not None or not pane.tracker.at_prompt:
+        raise PebrelError(
+            ErrorCode.INVALID_STATE,
+            f"pane {pane.pane_id} is not an idle shell at its prompt",
+            {**pane_ids(pane), "task_state": pane.tracker.state},
+        )
+    return shlex.join(argv) if cwd is None else f"cd -- {shlex.quote(cwd)} && {shlex.join(argv)}"
+
+
 async def start(rt: Runtime, params: Params) -> Result:
     name: str = params["name"]
     argv = start_argv(params["kind"], params.get("resume_session_id"))
@@ -153,16 +165,7 @@ async def start(rt: Runtime, params: Params) -> Result:
     cwd = rt.check_cwd(params.get("cwd"))
     if params.get("pane_id") is not None:
         pane = rt.state.pane(params.get("window_id"), params["pane_id"])
-        require_live(pane)
-        if pane.tracker.busy or pane.agents.session is not None or not pane.tracker.at_prompt:
-            raise PebrelError(
-                ErrorCode.INVALID_STATE,
-                f"pane {pane.pane_id} is not an idle shell at its prompt",
-                {**pane_ids(pane), "task_state": pane.tracker.state},
-            )
-        line = (
-            shlex.join(argv) if cwd is None else f"cd -- {shlex.quote(cwd)} && {shlex.join(argv)}"
-        )
+        line = start_line(pane, argv, cwd)
     else:
         opened = await new_tab(
             rt,

@@ -10,6 +10,8 @@ submission the same way, so the `state_change_seq` they return is a correct wait
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pebrel import messages as m
@@ -68,6 +70,19 @@ async def write_input(rt: Runtime, pane: Pane, data: bytes) -> None:
     raise_write_error(pane, reply.error, reply.written)
 
 
+@contextmanager
+def writing(pane: Pane) -> Iterator[None]:
+    """Hold the pane's submit barrier while input is written; a failure inside is not submitted."""
+    pane.writing = True
+    try:
+        yield
+    except PebrelError as exc:
+        exc.details["submitted"] = False
+        raise
+    finally:
+        pane.writing = False
+
+
 def mark_submitted(rt: Runtime, pane: Pane) -> int:
     """Establish the synchronous running edge of a submission; return the wait baseline.
 
@@ -92,17 +107,21 @@ async def submit_line(rt: Runtime, pane: Pane, data: bytes, submit: bool) -> int
     Returns the `after_seq` baseline: the seq right after the edge (or at the write, when no
     edge was set).
     """
-    pane.writing = True
-    try:
+    with writing(pane):
         baseline = mark_submitted(rt, pane) if submit else pane.tracker.seq
-        try:
-            if data:
-                await write_input(rt, pane, data)
-            if submit:
-                await write_input(rt, pane, b"\r")
-        except PebrelError as exc:
-            exc.details["submitted"] = False
-            raise
-    finally:
-        pane.writing = False
+        if data:
+            await write_input(rt, pane, data)
+        if submit:
+            await write_input(rt, pane, b"\r")
     return baseline
+
+
+def submitted_result(rt: Runtime, pane: Pane, baseline: int) -> dict[str, Any]:
+    """Commit, then answer a submitted input with its wait baseline and the new snapshot."""
+    rt.commit()
+    return {
+        "submitted": True,
+        "state_change_seq": baseline,
+        **pane_ids(pane),
+        "snapshot": rt.state.snapshot(),
+    }

@@ -26,8 +26,10 @@ from router.handlers.input_common import (
     raise_write_error,
     require_live,
     require_unlocked,
+    submitted_result,
     worker_link,
     write_input,
+    writing,
 )
 from router.runtime import Runtime
 from router.state import Pane
@@ -51,16 +53,6 @@ def _submits(key: str, control: bool, alt: bool) -> bool:
     return key == "enter" or (control and key in SUBMIT_CONTROL_LETTERS)
 
 
-def _result(rt: Runtime, pane: Pane, baseline: int) -> Result:
-    rt.commit()
-    return {
-        "submitted": True,
-        "state_change_seq": baseline,
-        **pane_ids(pane),
-        "snapshot": rt.state.snapshot(),
-    }
-
-
 async def send_key(rt: Runtime, params: Params) -> Result:
     """Write a named key `repeat` times, encoded for the terminal's current mode (R4.3)."""
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
@@ -82,30 +74,23 @@ async def send_key(rt: Runtime, params: Params) -> Result:
     require_live(pane, not_sent)
     require_unlocked(pane, not_sent)
     link = worker_link(rt, pane)
-    pane.writing = True
-    try:
+    with writing(pane):
         baseline = mark_submitted(rt, pane) if _submits(key, control, alt) else pane.tracker.seq
-        try:
-            reply = await links.request(
-                link,
-                rt.send,
-                lambda rid: m.SendKey(
-                    request_id=rid,
-                    key=key,
-                    control=control,
-                    alt=alt,
-                    shift=shift,
-                    repeat=repeat,
-                ),
-            )
-            assert isinstance(reply, m.InputWritten)
-            raise_write_error(pane, reply.error, reply.written)
-        except PebrelError as exc:
-            exc.details["submitted"] = False
-            raise
-    finally:
-        pane.writing = False
-    return _result(rt, pane, baseline)
+        reply = await links.request(
+            link,
+            rt.send,
+            lambda rid: m.SendKey(
+                request_id=rid,
+                key=key,
+                control=control,
+                alt=alt,
+                shift=shift,
+                repeat=repeat,
+            ),
+        )
+        assert isinstance(reply, m.InputWritten)
+        raise_write_error(pane, reply.error, reply.written)
+    return submitted_result(rt, pane, baseline)
 
 
 def check_paste_text(text: str) -> bytes:
@@ -162,32 +147,25 @@ async def paste(rt: Runtime, params: Params) -> Result:
     require_unlocked(pane, not_sent)
     await _settle_prompt(rt, pane, not_sent)
     link = worker_link(rt, pane)
-    pane.writing = True
-    try:
-        try:
-            reply = await links.request(
-                link, rt.send, lambda rid: m.PasteText(request_id=rid, data=data)
+    with writing(pane):
+        reply = await links.request(
+            link, rt.send, lambda rid: m.PasteText(request_id=rid, data=data)
+        )
+        assert isinstance(reply, m.PasteWritten)
+        if not reply.bracketed:
+            raise PebrelError(
+                ErrorCode.INVALID_STATE,
+                f"the program in pane {pane.pane_id} has not enabled bracketed paste; "
+                "nothing was written (use pane.prompt for plain text)",
+                {**pane_ids(pane), "bracketed_paste": False},
             )
-            assert isinstance(reply, m.PasteWritten)
-            if not reply.bracketed:
-                raise PebrelError(
-                    ErrorCode.INVALID_STATE,
-                    f"the program in pane {pane.pane_id} has not enabled bracketed paste; "
-                    "nothing was written (use pane.prompt for plain text)",
-                    {**pane_ids(pane), "bracketed_paste": False},
-                )
-            raise_write_error(pane, reply.error, reply.written)
-            baseline = pane.tracker.seq
-            if submit:
-                # The paste is acknowledged; Enter goes as its own write after the edge.
-                baseline = mark_submitted(rt, pane)
-                await write_input(rt, pane, b"\r")
-        except PebrelError as exc:
-            exc.details["submitted"] = False
-            raise
-    finally:
-        pane.writing = False
-    return _result(rt, pane, baseline)
+        raise_write_error(pane, reply.error, reply.written)
+        baseline = pane.tracker.seq
+        if submit:
+            # The paste is acknowledged; Enter goes as its own write after the edge.
+            baseline = mark_submitted(rt, pane)
+            await write_input(rt, pane, b"\r")
+    return submitted_result(rt, pane, baseline)
 
 
 METHODS: Mapping[str, Handler] = {"pane.send_key": send_key, "pane.paste": paste}

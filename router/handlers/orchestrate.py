@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shlex
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -286,16 +285,7 @@ class Workflow:
             and time.monotonic() < limit
         ):  # a pane split a moment ago: its shell has not drawn its first prompt yet
             await rt.next_change(pane, limit - time.monotonic())
-        require_live(pane)
-        if pane.tracker.busy or pane.agents.session is not None or not pane.tracker.at_prompt:
-            raise PebrelError(
-                ErrorCode.INVALID_STATE,
-                f"pane {pane.pane_id} is not an idle shell at its prompt",
-                {**pane_ids(pane), "task_state": pane.tracker.state},
-            )
-        line = (
-            shlex.join(argv) if cwd is None else f"cd -- {shlex.quote(cwd)} && {shlex.join(argv)}"
-        )
+        line = agent_handlers.start_line(pane, argv, cwd)
         agent = rt.state.registry.register(
             name, step["kind"], pane.window_id, pane.pane_id, managed=True
         )

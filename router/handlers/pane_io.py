@@ -22,6 +22,7 @@ from router.handlers.input_common import (
     require_live,
     require_unlocked,
     submit_line,
+    submitted_result,
     worker_link,
 )
 from router.runtime import Runtime
@@ -41,13 +42,7 @@ async def prompt(rt: Runtime, params: Params) -> Result:
     require_live(pane, {"submitted": False})
     require_unlocked(pane, {"submitted": False})
     baseline = await submit_line(rt, pane, data, submit)
-    rt.commit()
-    return {
-        "submitted": True,
-        "state_change_seq": baseline,
-        **pane_ids(pane),
-        "snapshot": rt.state.snapshot(),
-    }
+    return submitted_result(rt, pane, baseline)
 
 
 async def read(rt: Runtime, params: Params) -> Result:
