@@ -8,16 +8,58 @@ module's own fixture when a test needs extra environment (e.g. FAKE_AGENT_MODE).
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import Runtime, base_env, stop_and_check
+from tests.conftest import Runtime, base_env, started_runtime
+
+__all__ = [
+    "FAKES_DIR",
+    "FORMULA",
+    "SPEC_WORKFLOW",
+    "WEATHER",
+    "fake_agents_env",
+    "started_runtime",
+]
 
 FAKES_DIR = Path(__file__).resolve().parent / "fakes"
+
+# Shared by test_orchestrate (tests/fakes) and test_review_agents (tests/review_fakes).
+WEATHER = "查询并简要回答今天的天气"
+FORMULA = "输出几组复杂数学公式供终端渲染测试"
+#: The workflow of the spec's "单请求编排" section, word for word.
+SPEC_WORKFLOW: dict[str, Any] = {
+    "steps": [
+        {"id": "right", "op": "split", "direction": "left_right"},
+        {
+            "id": "weather",
+            "op": "agent_launch",
+            "target": {"step": "right", "field": "pane_id"},
+            "name": "weather",
+            "kind": "claude",
+            "initial_prompt": WEATHER,
+        },
+        {
+            "id": "bottom",
+            "op": "split",
+            "target": {"step": "right", "field": "pane_id"},
+            "direction": "top_bottom",
+        },
+        {
+            "id": "formula",
+            "op": "agent_launch",
+            "target": {"step": "bottom", "field": "pane_id"},
+            "name": "formula",
+            "kind": "codex",
+            "initial_prompt": FORMULA,
+        },
+    ],
+    "on_error": "stop",
+}
 
 
 def fake_agents_env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -26,18 +68,6 @@ def fake_agents_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env["PATH"] = f"{FAKES_DIR}{os.pathsep}{env['PATH']}"
     env.update(extra)
     return env
-
-
-@contextlib.contextmanager
-def started_runtime(env: dict[str, str]) -> Iterator[Runtime]:
-    """A runtime of env's data dir, started, then stopped and checked for leftovers."""
-    rt = Runtime(Path(env["PEBREL_DATA_DIR"]), env)
-    started = rt.cli("runtime", "start", timeout=60)
-    try:
-        assert started.code == 0, started
-        yield rt
-    finally:
-        stop_and_check(rt)
 
 
 @pytest.fixture

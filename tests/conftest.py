@@ -56,7 +56,7 @@ def wait_for(
         last = predicate()
         if last:
             return last
-        time.sleep(interval_s)
+        time.sleep(interval_s)  # the poll interval of wait_for itself
     pytest.fail(f"timed out after {timeout_s}s waiting for {what}; last seen: {last!r}")
 
 
@@ -187,7 +187,7 @@ def stop_and_check(rt: Runtime) -> None:
     deadline = time.monotonic() + 10
     leftovers = processes_of(rt.data_dir)
     while leftovers and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.05)  # poll interval: waiting for the runtime's processes to exit
         leftovers = processes_of(rt.data_dir)
     if leftovers:
         described = [(p.pid, p.name(), p.cmdline()) for p in leftovers if p.is_running()]
@@ -202,16 +202,23 @@ def runtime_env(tmp_path: Path) -> dict[str, str]:
     return base_env(tmp_path)
 
 
-@pytest.fixture
-def runtime(tmp_path: Path, runtime_env: dict[str, str]) -> Iterator[Runtime]:
-    """A started runtime (window 1, one pane running bash); stopped and checked afterwards."""
-    rt = Runtime(Path(runtime_env["PEBREL_DATA_DIR"]), runtime_env)
+@contextlib.contextmanager
+def started_runtime(env: dict[str, str]) -> Iterator[Runtime]:
+    """A runtime of env's data dir, started, then stopped and checked for leftovers."""
+    rt = Runtime(Path(env["PEBREL_DATA_DIR"]), env)
     started = rt.cli("runtime", "start", timeout=60)
     try:
         assert started.code == 0, started
         yield rt
     finally:
         stop_and_check(rt)
+
+
+@pytest.fixture
+def runtime(tmp_path: Path, runtime_env: dict[str, str]) -> Iterator[Runtime]:
+    """A started runtime (window 1, one pane running bash); stopped and checked afterwards."""
+    with started_runtime(runtime_env) as rt:
+        yield rt
 
 
 def at_prompt(rt: Runtime, pane_id: int = 1, window_id: int = 1) -> None:

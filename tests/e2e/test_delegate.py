@@ -6,6 +6,7 @@ The fakes (tests/fakes) are stand-ins for real AI CLIs: they answer a line with
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,15 @@ def start(rt: Runtime, name: str, kind: str) -> dict[str, Any]:
         lambda: rt.ok("agent.get", {"agent": name})["state_source"] == "hook", 10, f"{name} hook"
     )
     return agent
+
+
+@contextlib.contextmanager
+def lead_and_worker(tmp_path: Path, work_ms: str) -> Iterator[tuple[Runtime, dict[str, Any]]]:
+    """A runtime whose fakes work for work_ms, with agents "lead" (claude) and "worker" (codex)."""
+    with started_runtime(fake_agents_env(tmp_path, FAKE_AGENT_WORK_MS=work_ms)) as rt:
+        lead = start(rt, "lead", "claude")
+        start(rt, "worker", "codex")
+        yield rt, lead
 
 
 def delegate(rt: Runtime, origin: dict[str, Any], target: str, text: str) -> dict[str, Any]:
@@ -99,10 +109,7 @@ def test_unmanaged_origin_without_session_id(rt: Runtime) -> None:
 
 def test_one_pending_delegation_per_target_generation(tmp_path: Path) -> None:
     """R9.6: a second delegation to a busy target generation -> delegation_in_progress."""
-    env = fake_agents_env(tmp_path, FAKE_AGENT_WORK_MS="3000")
-    with started_runtime(env) as rt:
-        lead = start(rt, "lead", "claude")
-        start(rt, "worker", "codex")
+    with lead_and_worker(tmp_path, "3000") as (rt, lead):
         assert delegate(rt, lead, "worker", "slow task")["ok"]
         second = delegate(rt, lead, "worker", "another task")
         assert second["error"]["code"] in ("delegation_in_progress", "input_in_progress")
@@ -117,10 +124,7 @@ def test_one_pending_delegation_per_target_generation(tmp_path: Path) -> None:
 
 def test_origin_closed_drops_the_answer(tmp_path: Path) -> None:
     """R9.6: a closed origin pane drops the callback, recorded on the target."""
-    env = fake_agents_env(tmp_path, FAKE_AGENT_WORK_MS="1500")
-    with started_runtime(env) as rt:
-        lead = start(rt, "lead", "claude")
-        start(rt, "worker", "codex")
+    with lead_and_worker(tmp_path, "1500") as (rt, lead):
         assert delegate(rt, lead, "worker", "task")["ok"]
         rt.ok("pane.close", {**{k: lead[k] for k in ("window_id", "pane_id")}, "confirm": True})
 
@@ -134,10 +138,7 @@ def test_origin_closed_drops_the_answer(tmp_path: Path) -> None:
 
 def test_attention_is_never_typed_over(tmp_path: Path) -> None:
     """R9.6: an origin waiting for approval gets the answer only after it settles."""
-    env = fake_agents_env(tmp_path, FAKE_AGENT_WORK_MS="200")
-    with started_runtime(env) as rt:
-        lead = start(rt, "lead", "claude")
-        start(rt, "worker", "codex")
+    with lead_and_worker(tmp_path, "200") as (rt, lead):
         rt.ok("agent.prompt", {"agent": "lead", "text": "approve the plan"})
         wait_for(
             lambda: rt.ok("agent.get", {"agent": "lead"})["state"] == "attention",

@@ -7,6 +7,7 @@ dir, so other runtimes on the machine cannot disturb the assertions.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import threading
 import time
@@ -221,7 +222,18 @@ def test_concurrent_execs_keep_the_pane_responsive(runtime: Runtime) -> None:
     started = time.monotonic()
     for thread in threads:
         thread.start()
-    time.sleep(0.2)  # let the execs start before the read and the prompt
+    # Let the execs start before the read and the prompt: poll until every `sleep 1` has been
+    # seen running (pids are collected, so one that already ended still counts).
+    execs: set[int] = set()
+
+    def all_execs_seen() -> bool:
+        for proc in processes_of(runtime.data_dir):
+            with contextlib.suppress(psutil.Error):
+                if proc.cmdline() == ["sleep", "1"]:
+                    execs.add(proc.pid)
+        return len(execs) >= 32
+
+    wait_for(all_execs_seen, 5, "the 32 `sleep 1` execs running")
     read_at = time.monotonic()
     runtime.ok("pane.read", {"window_id": 1, "pane_id": 1})
     prompted = runtime.ok("pane.prompt", {"window_id": 1, "pane_id": 1, "text": "echo mid-exec"})

@@ -439,7 +439,7 @@ def test_sixteen_idle_panes_leave_revision_unchanged(runtime: Runtime) -> None:
         at_prompt(runtime, pane_id, window_id)
     before = runtime.snapshot()
     # The one sleep allowed: watch for exactly 2 s that nothing changes.
-    time.sleep(2)
+    time.sleep(2)  # negative window
     after = runtime.snapshot()
     assert after["revision"] == before["revision"]
     assert after == before

@@ -16,40 +16,14 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pebrel.schema import load_schema
-from tests.agent_fixtures import fake_agents_env, started_runtime
+from tests.agent_fixtures import (
+    FORMULA,
+    SPEC_WORKFLOW,
+    WEATHER,
+    fake_agents_env,
+    started_runtime,
+)
 from tests.conftest import PEBREL, Runtime, at_prompt, wait_for
-
-WEATHER = "查询并简要回答今天的天气"
-FORMULA = "输出几组复杂数学公式供终端渲染测试"
-#: The workflow of the spec's "单请求编排" section, word for word.
-SPEC_WORKFLOW: dict[str, Any] = {
-    "steps": [
-        {"id": "right", "op": "split", "direction": "left_right"},
-        {
-            "id": "weather",
-            "op": "agent_launch",
-            "target": {"step": "right", "field": "pane_id"},
-            "name": "weather",
-            "kind": "claude",
-            "initial_prompt": WEATHER,
-        },
-        {
-            "id": "bottom",
-            "op": "split",
-            "target": {"step": "right", "field": "pane_id"},
-            "direction": "top_bottom",
-        },
-        {
-            "id": "formula",
-            "op": "agent_launch",
-            "target": {"step": "bottom", "field": "pane_id"},
-            "name": "formula",
-            "kind": "codex",
-            "initial_prompt": FORMULA,
-        },
-    ],
-    "on_error": "stop",
-}
 
 
 @pytest.fixture

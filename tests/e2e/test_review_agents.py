@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import PEBREL, Runtime, base_env, stop_and_check, wait_for
+from tests.agent_fixtures import SPEC_WORKFLOW
+from tests.conftest import PEBREL, Runtime, base_env, started_runtime, wait_for
 
 REVIEW_FAKES = Path(__file__).resolve().parent.parent / "review_fakes"
 
@@ -29,13 +30,8 @@ def review_runtime(tmp_path: Path, **extra: str) -> Iterator[Runtime]:
     env = base_env(tmp_path)
     env["PATH"] = f"{REVIEW_FAKES}{os.pathsep}{env['PATH']}"
     env.update(extra)
-    rt = Runtime(Path(env["PEBREL_DATA_DIR"]), env)
-    started = rt.cli("runtime", "start", timeout=60)
-    try:
-        assert started.code == 0, started
+    with started_runtime(env) as rt:
         yield rt
-    finally:
-        stop_and_check(rt)
 
 
 def agents(rt: Runtime) -> list[dict[str, Any]]:
@@ -47,6 +43,24 @@ def pane_count(rt: Runtime) -> tuple[int, int]:
     snap = rt.snapshot()
     count = sum(len(t["panes"]) for w in snap["windows"] for t in w["tabs"])
     return snap["revision"], count
+
+
+def settled(rt: Runtime) -> tuple[int, int]:
+    """pane_count once the revision has stood still for 0.3 s: an agent drawing its prompt
+    and reporting hooks bumps it for a moment after it is recognised. Comparing before and
+    after a refused call needs that quiet point (a negative window, polled, bounded)."""
+    last: list[tuple[int, int]] = []
+
+    def quiet() -> tuple[int, int] | None:
+        now = pane_count(rt)
+        if last and last[-1] == now:
+            return now
+        last.append(now)
+        time.sleep(0.3)  # the window the revision must stay unchanged for
+        return None
+
+    result: tuple[int, int] = wait_for(quiet, 10, "the snapshot revision to stand still")
+    return result
 
 
 def new_tab(rt: Runtime) -> int:
@@ -105,6 +119,7 @@ def test_review_negatives_are_never_agents(tmp_path: Path) -> None:
     (work / "Makefile").write_text("all:\n\tsleep 30\n")
     (work / "codex.py").write_text("x = 1\n")
     (work / "claude.md").write_text("# notes\n")
+    # helper.py and the `sleep 30`s below are programs that must stay running during the check
     (work / "helper.py").write_text("import time\ntime.sleep(30)\n")
     commands = [
         "sleep 30",
@@ -197,8 +212,8 @@ def test_review_screen_rule_attention_then_answer(tmp_path: Path) -> None:
             lambda: (r := agent_in(rt, pane_id)) and r["state"] == "attention" and r, 10, "attn"
         )
         assert row["state_source"] == "screen" and row["state_rule"], row
-        # the fake reads its answer only after drawing the question
-        time.sleep(0.5)
+        # the fake reads its answer only after drawing the question: wait for its last line
+        rt.wait_text(pane_id, " 2. No")
         type_line(rt, pane_id, "1")
         rt.wait_text(pane_id, "RVDONE[approve]")
         # a negative window: the answered question must not come back as attention
@@ -234,9 +249,7 @@ def test_review_start_errors(tmp_path: Path) -> None:
     with review_runtime(tmp_path) as rt:
         rt.cli("agent", "start", "dup", "--kind", "codex", check=True)
         hooked(rt, "dup")
-        # let the agent settle at its prompt before counting panes
-        time.sleep(0.5)
-        before = pane_count(rt)
+        before = settled(rt)
         conflict = rt.cli("agent", "start", "dup", "--kind", "claude")
         assert conflict.json["error"]["code"] == "agent_name_conflict"
         unknown = rt.cli("agent", "start", "x1", "--kind", "gemini")
@@ -328,8 +341,7 @@ def test_review_fork_errors_and_provenance(tmp_path: Path) -> None:
         assert wt["branch"] == "pebrel/fork-a" and wt["created"] is True
         assert rt.ok("agent.get", {"agent": "Fork-A"})["worktree"] == wt
         hooked(rt, "Fork-A")
-        # let the forked agent settle at its prompt
-        time.sleep(0.5)
+        settled(rt)
 
         def state() -> tuple[Any, ...]:
             return (
@@ -440,35 +452,6 @@ def test_review_delegate_exactly_once_wrapped(tmp_path: Path) -> None:
 
 
 # --- orchestrate --------------------------------------------------------------------------
-
-SPEC_WORKFLOW = {
-    "steps": [
-        {"id": "right", "op": "split", "direction": "left_right"},
-        {
-            "id": "weather",
-            "op": "agent_launch",
-            "target": {"step": "right", "field": "pane_id"},
-            "name": "weather",
-            "kind": "claude",
-            "initial_prompt": "查询并简要回答今天的天气",
-        },
-        {
-            "id": "bottom",
-            "op": "split",
-            "target": {"step": "right", "field": "pane_id"},
-            "direction": "top_bottom",
-        },
-        {
-            "id": "formula",
-            "op": "agent_launch",
-            "target": {"step": "bottom", "field": "pane_id"},
-            "name": "formula",
-            "kind": "codex",
-            "initial_prompt": "输出几组复杂数学公式供终端渲染测试",
-        },
-    ],
-    "on_error": "stop",
-}
 
 
 def test_review_orchestrate_spec_workflow(tmp_path: Path) -> None:

@@ -102,7 +102,7 @@ class Fake:
     def work(self, text: str) -> None:
         self.report("prompt")
         self.out("* Thinking... (esc to interrupt)")
-        time.sleep(self.work_s)
+        time.sleep(self.work_s)  # a fake AI CLI simulating work (FAKE_AGENT_WORK_MS)
         self.out("\r\x1b[2K")
         self.out(f"answer: {text[::-1]}\n")
         self.report("stop", f"final: {text}")

@@ -338,7 +338,7 @@ def _wait_foreground(session: ShellSession, name: str) -> None:
                 comm = name  # no procfs: the foreground group changed, that is enough
             if comm == name:
                 return
-        time.sleep(0.01)
+        time.sleep(0.01)  # poll interval of this tcgetpgrp polling loop
     raise AssertionError(f"{name} never became the foreground process group")
 
 

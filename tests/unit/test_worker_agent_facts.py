@@ -96,27 +96,35 @@ def test_screen_rules_are_coalesced_and_reported_on_change() -> None:
         screen.feed(b"Do you want to proceed?\r\n")
         for _ in range(50):  # many chunks before any agent: nothing is evaluated
             watch.screen_changed()
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # negative window: two debounce periods, no evaluation may run
         assert (reads, reports) == (0, [])
         watch.set_kind("claude")
         for _ in range(50):
             watch.screen_changed()
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(
+            0.1
+        )  # deterministic: the 0.05 s debounce timer fires first on this loop
         assert reads == 1
         assert reports == [("claude.proceed", "attention")]
         screen.feed(b"\x1b[2J\x1b[H> \r\n")
         for _ in range(20):
             watch.screen_changed()
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(
+            0.1
+        )  # deterministic: the 0.05 s debounce timer fires first on this loop
         assert reports[-1] == (None, None) and reads == 2
         screen.feed(b"(esc to interrupt)")
         watch.screen_changed()
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(
+            0.1
+        )  # deterministic: the 0.05 s debounce timer fires first on this loop
         assert reports[-1] == ("claude.working", "running")
         watch.set_kind(None)  # the agent left: the match goes with it, at once
         assert reports[-1] == (None, None)
         watch.screen_changed()
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(
+            0.1
+        )  # deterministic: the 0.05 s debounce timer fires first on this loop
         assert reads == 3 and len(reports) == 4
         watch.close()
 
@@ -130,7 +138,7 @@ def wait_for(tracker: ForegroundTracker, pgid: int, kind: str | None, program: s
         current = tracker.current
         if (current.agent_kind, current.program) == (kind, program):
             return
-        time.sleep(0.05)
+        time.sleep(0.05)  # poll interval of this tracker polling loop
     raise AssertionError(f"foreground stayed {tracker.current}")
 
 
@@ -157,6 +165,7 @@ def test_tracker_on_real_processes(
 ) -> None:
     write_script(tmp_path, "claude", "#!/bin/sh\nsleep 30\n")
     write_script(tmp_path, "opencode", "#!/bin/sh\nsleep 30\n")
+    # The scripts sleep 30 s: programs that must stay running while the tracker looks at them.
     write_script(tmp_path, "codex.py", f"#!{sys.executable}\nimport time\ntime.sleep(30)\n")
     proc = subprocess.Popen([a.format(bin=tmp_path) for a in argv], process_group=0)
     try:
@@ -220,7 +229,7 @@ def test_worker_reports_agent_facts(tmp_path: Path) -> None:
         while not check():
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what}: {sent}")
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)  # poll interval of `until`
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -228,7 +237,7 @@ def test_worker_reports_agent_facts(tmp_path: Path) -> None:
         poll = loop.create_task(worker._poll_foreground())
         try:
             await until(lambda: worker.screen.visible_text().endswith("$"), "the prompt")
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # negative window: an idle shell reports nothing
             assert of(m.ForegroundChanged) == [] and of(m.ScreenMatched) == []  # idle: silent
             worker.writer.queue(1, b"claude\n")
             await until(lambda: len(of(m.ScreenMatched)) >= 1, "the approval rule")

@@ -28,7 +28,7 @@ for i in range(0, 101):
     colour = 32 if i == 100 else 33
     sys.stdout.write(f"\r\x1b[{colour}m[{bar:<30}]\x1b[0m {i:3d}% \x1b[K")
     sys.stdout.flush()
-    time.sleep(0.002)
+    time.sleep(0.002)  # pace the bar so it is drawn as many separate frames
 sys.stdout.write("\n")
 for n in range(3):
     for i in range(0, 101, 5):
