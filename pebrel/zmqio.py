@@ -23,6 +23,23 @@ POLLIN = int(zmq.POLLIN)
 NOBLOCK = int(zmq.NOBLOCK)
 
 
+def worker_identity(worker_pid: int) -> bytes:
+    """A pane worker's identity at the router's socket: its pid, not its pane (a spare worker
+    connects before it has a pane)."""
+    return b"p%d" % worker_pid
+
+
+def connect_worker(
+    ctx: zmq.Context[zmq.SyncSocket], endpoint: str, worker_pid: int
+) -> zmq.SyncSocket:
+    """A pane worker's DEALER socket, connected to the router."""
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 2000)
+    sock.setsockopt(zmq.IDENTITY, worker_identity(worker_pid))
+    sock.connect(endpoint)
+    return sock
+
+
 def waiting(sock: zmq.SyncSocket) -> Iterator[list[bytes]]:
     """Every message waiting on ``sock`` now, as its frames (asking EVENTS is much cheaper
     than a receive failing with EAGAIN)."""

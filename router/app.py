@@ -259,7 +259,7 @@ class RouterApp:
         loop.add_reader(self.sock.fileno(), self.receive)
         loop.call_soon(self.receive)
         self.frontend_port = loop.create_future()
-        forkserver = ForkServer(str(self.data_dir / LOG_FILE), self.rt.worker_exited)
+        forkserver = ForkServer(str(self.data_dir / LOG_FILE), self.endpoint, self.rt.worker_exited)
         forkserver.start()
         self.rt.forkserver = forkserver
         assert forkserver.pid is not None

@@ -1,8 +1,10 @@
 """The router's side of the fork server (workers/forkserver.py): spawn pane workers fast.
 
 Requests and replies are JSON lines on the server's stdin/stdout; replies are read without
-blocking the loop. The server also reports every worker's exit status, which is how the router
-learns that a worker died (workers are the fork server's children, not the router's).
+blocking the loop. A new worker writes its own report (its shell's pid) to the same stdout
+pipe, so a spawn resolves from two lines: the server's ``pid`` and the worker's ``shell_pid``.
+The server also reports every worker's exit status, which is how the router learns that a
+worker died (workers are the fork server's children, not the router's).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pebrel.errors import ErrorCode, PebrelError
 logger = logging.getLogger(__name__)
 
 SPAWN_TIMEOUT_S = 10.0
+REPORT_TIMEOUT_S = 2.0
+"""How long a spawn waits for the new worker's report before answering without its shell."""
 
 
 class SpawnReply(NamedTuple):
@@ -34,12 +38,46 @@ class SpawnReply(NamedTuple):
     integrated: bool
 
 
+class _Spawn:
+    """One spawn in flight: the server's pid line and the worker's report, in either order."""
+
+    def __init__(self, fut: asyncio.Future[SpawnReply]) -> None:
+        self.fut = fut
+        self.pid: int | None = None
+        self.report: dict[str, Any] | None = None
+
+    def reported(self, report: dict[str, Any]) -> None:
+        self.report = report
+        self.try_answer()
+
+    def try_answer(self) -> None:
+        """Answer once both lines are in."""
+        if self.pid is None or self.report is None or self.fut.done():
+            return
+        shell_pid = self.report.get("shell_pid")
+        self.fut.set_result(
+            SpawnReply(
+                self.pid,
+                None if shell_pid is None else int(shell_pid),
+                bool(self.report.get("integrated")),
+            )
+        )
+
+    def give_up(self) -> None:
+        """No report is coming (the worker exited, or took too long): answer without one."""
+        if self.pid is not None and not self.fut.done():
+            self.fut.set_result(SpawnReply(self.pid, None, False))
+
+
 class ForkServer:
-    def __init__(self, log_path: str, on_exit: Callable[[int, int | None], None]) -> None:
+    def __init__(
+        self, log_path: str, endpoint: str, on_exit: Callable[[int, int | None], None]
+    ) -> None:
         self.log_path = log_path
+        self.endpoint = endpoint
         self.on_exit = on_exit
         self.proc: subprocess.Popen[bytes] | None = None
-        self.pending: dict[int, asyncio.Future[SpawnReply]] = {}
+        self.pending: dict[int, _Spawn] = {}
         self.ids = itertools.count(1)
         self.buffer = b""
         self.alive: set[int] = set()
@@ -51,7 +89,7 @@ class ForkServer:
     def start(self) -> None:
         with open(self.log_path, "ab") as log, proctree.OWN_CHILDREN_LOCK:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "workers.forkserver", self.log_path],
+                [sys.executable, "-m", "workers.forkserver", self.log_path, self.endpoint],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -71,13 +109,13 @@ class ForkServer:
             self.start()
         assert self.proc is not None and self.proc.stdin is not None
         request_id = next(self.ids)
-        fut: asyncio.Future[SpawnReply] = asyncio.get_running_loop().create_future()
-        self.pending[request_id] = fut
+        spawn = _Spawn(asyncio.get_running_loop().create_future())
+        self.pending[request_id] = spawn
         try:
             line = json.dumps({"id": request_id, "config": config}).encode() + b"\n"
             self.proc.stdin.write(line)
             self.proc.stdin.flush()
-            reply = await asyncio.wait_for(fut, SPAWN_TIMEOUT_S)
+            reply = await asyncio.wait_for(spawn.fut, SPAWN_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             raise PebrelError(
                 ErrorCode.ACTION_FAILED, f"could not start a pane worker: {exc}"
@@ -111,21 +149,22 @@ class ForkServer:
             pid = int(message["exited"])
             self.alive.discard(pid)
             self.on_exit(pid, message.get("returncode"))
+            for waiting in self.pending.values():
+                if waiting.pid == pid:
+                    waiting.give_up()  # it died before reporting
             return
-        fut = self.pending.get(message.get("id", -1))
-        if fut is None or fut.done():
+        spawn = self.pending.get(message.get("id", -1))
+        if spawn is None or spawn.fut.done():
             return
-        if "pid" in message:
-            shell_pid = message.get("shell_pid")
-            fut.set_result(
-                SpawnReply(
-                    int(message["pid"]),
-                    None if shell_pid is None else int(shell_pid),
-                    bool(message.get("integrated")),
-                )
-            )
+        if "shell_pid" in message:
+            spawn.reported(message)
+        elif "pid" in message:
+            spawn.pid = int(message["pid"])
+            spawn.try_answer()
+            if not spawn.fut.done():
+                asyncio.get_running_loop().call_later(REPORT_TIMEOUT_S, spawn.give_up)
         else:
-            fut.set_exception(
+            spawn.fut.set_exception(
                 PebrelError(ErrorCode.ACTION_FAILED, f"fork failed: {message.get('error')}")
             )
 
@@ -139,9 +178,11 @@ class ForkServer:
         for pid in list(self.alive):
             self.alive.discard(pid)
             self.on_exit(pid, None)
-        for fut in self.pending.values():
-            if not fut.done():
-                fut.set_exception(PebrelError(ErrorCode.ACTION_FAILED, "the fork server exited"))
+        for spawn in self.pending.values():
+            if not spawn.fut.done():
+                spawn.fut.set_exception(
+                    PebrelError(ErrorCode.ACTION_FAILED, "the fork server exited")
+                )
 
     def close(self) -> None:
         """Stop reading and close its stdin, which ends it (call on the loop's thread)."""

@@ -13,15 +13,12 @@ from dataclasses import dataclass, field
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.zmqio import worker_identity
 
 logger = logging.getLogger(__name__)
 
 WORKER_REQUEST_TIMEOUT_S = 10.0
 _request_ids = itertools.count(1)
-
-
-def worker_identity(window_id: int, pane_id: int) -> bytes:
-    return f"w{window_id}.{pane_id}".encode()
 
 
 @dataclass(slots=True)
@@ -50,7 +47,7 @@ class WorkerLink:
 
     @property
     def identity(self) -> bytes:
-        return worker_identity(self.window_id, self.pane_id)
+        return worker_identity(self.proc.pid)
 
 
 async def request(

@@ -123,6 +123,10 @@ class Runtime:
                 starting.integrated = message.integrated
                 starting.tracker.integrated = message.integrated
             if link is not None and not link.started.done():
+                if isinstance(message, m.PaneStarted) and not link.proc.pid:
+                    # Before the fork server's reply was handled: the worker's identity is
+                    # its pid, needed to send it anything.
+                    link.proc.pid = message.worker_pid
                 link.started.set_result(message)
             return
         if isinstance(

@@ -1,9 +1,9 @@
 """Starting a pane: fork its worker through the fork server, and answer once its shell runs.
 
-The worker reports its shell's pid through the fork server (before it has connected), so the
-pane can be answered at once; requests to a worker still connecting wait for it
-(``links.request``). If the worker cannot say so, the router waits for its own PaneStarted
-or PaneStartFailed, as before.
+The new worker writes its shell's pid to the fork server's reply pipe (before it has
+connected), so the pane can be answered at once; requests to a worker still connecting wait
+for it (``links.request``). If the worker cannot say so, the router waits for its own
+PaneStarted or PaneStartFailed.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ async def spawn_pane(
 
 
 async def _await_started(rt: Runtime, pane: Pane, link: WorkerLink, shell: ShellChoice) -> None:
-    """Wait for the worker's own report (it could not say through the fork server)."""
+    """Wait for the worker's own message over ZeroMQ (it reported no running shell)."""
     try:
         started = await asyncio.wait_for(asyncio.shield(link.started), SPAWN_TIMEOUT_S)
     except (TimeoutError, PebrelError) as exc:

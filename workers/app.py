@@ -23,7 +23,7 @@ from pebrel import messages as m
 from pebrel import proctree
 from pebrel.keys import encode_key
 from pebrel.screenrules import Rule, load_rules
-from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, incoming
+from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, connect_worker, incoming
 from workers.exec import ExecService, resolve_cwd
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
@@ -62,11 +62,19 @@ class WorkerConfig:
 
 class Worker:
     def __init__(
-        self, config: WorkerConfig, on_spawned: Callable[[int, bool], None] | None = None
+        self,
+        config: WorkerConfig,
+        on_spawned: Callable[[int, bool], None] | None = None,
+        ctx: zmq.Context[zmq.SyncSocket] | None = None,
+        sock: zmq.SyncSocket | None = None,
     ) -> None:
         """Start the pane's shell first (``on_spawned(shell_pid, integrated)`` runs right
-        after, so the router can answer), then build everything that reads its output."""
+        after, so the router can answer), then build everything that reads its output.
+        ``ctx``, ``sock``: a ZeroMQ context and a socket connected to the router, made ahead
+        of time by a spare worker (only with the posix_spawn backend)."""
         self.config = config
+        self.ctx = ctx
+        self.sock = sock
         argv, env = config.argv, dict(config.env)
         integrated = False
         if config.integrate:
@@ -102,9 +110,6 @@ class Worker:
         self.shell_in_foreground = True
         self.exited = False
         self.exit_task: asyncio.Task[None] | None = None
-        # Set in run(): a plain DEALER socket read from the loop's selector.
-        self.ctx: zmq.Context[zmq.SyncSocket] | None = None
-        self.sock: zmq.SyncSocket | None = None
         self.stopped = asyncio.Event()
         self.read_answered = False  # the router may keep a read answer until ScreenChanged
 
@@ -347,12 +352,12 @@ class Worker:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         stop = self.stopped
-        self.ctx = zmq.Context()
+        if self.ctx is None:
+            self.ctx = zmq.Context()
         # A plain socket read from the loop's selector: zmq.asyncio's futures cost ~10 us a call.
-        self.sock = sock = self.ctx.socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 2000)
-        sock.setsockopt(zmq.IDENTITY, f"w{self.config.window_id}.{self.config.pane_id}".encode())
-        sock.connect(self.config.endpoint)
+        if self.sock is None:
+            self.sock = connect_worker(self.ctx, self.config.endpoint, os.getpid())
+        sock = self.sock
         self.send(
             m.PaneStarted(
                 **self._ids(),

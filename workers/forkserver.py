@@ -3,14 +3,22 @@
 Starting a fresh interpreter per pane costs ~100 ms; forking this already-initialised process
 costs a few milliseconds, and the children share its imported code pages (`gc.freeze()` keeps
 the collector from touching them). It has no threads and no ZeroMQ context (TRAPS: never fork
-with either). Protocol on its stdin/stdout, one JSON object per line:
-  router -> {"id": N, "config": {...WorkerConfig...}}
-  server -> {"id": N, "pid": P, "shell_pid": S, "integrated": B} or {"id": N, "error": "..."}
-(``shell_pid`` and ``integrated`` are missing if the worker could not start its shell, or did
-not say so within REPORT_TIMEOUT_S: the router then waits for the worker's own report.)
-  server -> {"exited": P, "returncode": C}  (C < 0: killed by signal -C)
-It reaps its own children (all of them are pane workers) and exits when its stdin closes; its
-workers then get SIGTERM from their parent-death signal.
+with either).
+
+It keeps one *spare* child forked ahead of time, already set up as a worker process and blocked
+on reading its config, so a new pane does not wait for a fork: the request's config goes down
+the spare's pipe and a new spare is forked afterwards. Protocol, one JSON object per line:
+  router -> server (stdin):   {"id": N, "config": {...WorkerConfig...}}
+  server -> router (stdout):  {"id": N, "pid": P} or {"id": N, "error": "..."}
+  worker -> router (the same stdout pipe, written by the new worker itself once its shell runs,
+  so the answer does not wait for this process to be scheduled):
+                              {"id": N, "shell_pid": S, "integrated": B}
+                              {"id": N, "shell_pid": null}  (it could not start the shell; its
+                              PaneStartFailed follows over ZeroMQ)
+  server -> router:           {"exited": P, "returncode": C}  (C < 0: killed by signal -C)
+Every line is one write() of less than PIPE_BUF bytes, so lines from different processes never
+interleave. It reaps its own children (pane workers and the spare) and exits when its stdin
+closes; its children then get SIGTERM from their parent-death signal.
 """
 
 from __future__ import annotations
@@ -19,7 +27,6 @@ import contextlib
 import gc
 import json
 import os
-import select
 import selectors
 import signal
 import sys
@@ -32,26 +39,51 @@ from workers import app as worker_app
 from workers import startup
 from workers.shells import launch_spec
 
-REPORT_TIMEOUT_S = 2.0
-"""How long the server waits for a new worker to report its shell before replying without."""
+SPARE_DELAY_S = 0.01
+"""How long after handing out the spare the next one is forked: not while the new pane's
+worker and shell are starting on the same cores."""
+
+
+def _read_line(fd: int) -> bytes:
+    """Everything up to the first newline (b"" on EOF before one)."""
+    data = b""
+    while b"\n" not in data:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b""
+        data += chunk
+    return data.split(b"\n", 1)[0]
 
 
 def _child(
-    config: dict[str, Any], report_fd: int, request_fd: int, wakeup_r: int, wakeup_w: int
+    parent: int, config_r: int, out_fd: int, private: list[int], endpoint: str | None
 ) -> None:
-    """In the forked child: become a clean pane worker process, then run it."""
+    """In the forked child: become a clean pane worker process, wait for its config, run it."""
+    code = 1
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for fd in (request_fd, wakeup_r, wakeup_w):
+        proctree.set_parent_death_signal(signal.SIGTERM)
+        if os.getppid() != parent:  # the fork server died before the line above
+            os._exit(0)
+        report_fd = os.dup(out_fd)  # the router's end of stdout, for this worker's report
+        for fd in private:
             os.close(fd)
         devnull = os.open(os.devnull, os.O_RDWR)
-        os.dup2(devnull, 0)
+        os.dup2(devnull, 0)  # stdin was the fork server's requests
         os.dup2(devnull, 1)
         os.close(devnull)
         os.setsid()
+        prepared = startup.prepare(endpoint)
+        line = _read_line(config_r)
+        os.close(config_r)
+        if not line:  # the fork server closed our pipe: no pane for this spare
+            os._exit(0)
+        request = json.loads(line)
         gc.unfreeze()
-        startup.run_worker(worker_app.WorkerConfig(**config), report_fd)
+        startup.run_worker(
+            worker_app.WorkerConfig(**request["config"]), report_fd, request.get("id"), prepared
+        )
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
@@ -60,27 +92,9 @@ def _child(
     os._exit(code)
 
 
-def _read_report(fd: int) -> dict[str, Any]:
-    """The new worker's one-line report of its shell ({} on EOF, garbage or timeout)."""
-    data = b""
-    deadline = time.monotonic() + REPORT_TIMEOUT_S
-    while b"\n" not in data:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-            return {}
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return {}
-        data += chunk
-    try:
-        report = json.loads(data.split(b"\n", 1)[0])
-        return {"shell_pid": int(report["shell_pid"]), "integrated": bool(report["integrated"])}
-    except (ValueError, KeyError, TypeError):
-        return {}
-
-
 class ForkServer:
-    def __init__(self) -> None:
+    def __init__(self, endpoint: str | None) -> None:
+        self.endpoint = endpoint  # the router's: a spare connects before it has a pane
         self.requests = sys.stdin.fileno()
         self.out = sys.stdout.buffer
         self.wakeup_r, self.wakeup_w = os.pipe()
@@ -88,30 +102,59 @@ class ForkServer:
         os.set_blocking(self.wakeup_w, False)
         self.buffer = b""
         self.children: set[int] = set()
+        #: The child forked ahead of time: (pid, write end of its config pipe).
+        self.spare: tuple[int, int] | None = None
+        self.refill_at = 0.0  # time.monotonic() when the next spare is forked
 
     def reply(self, message: dict[str, Any]) -> None:
         self.out.write(json.dumps(message).encode() + b"\n")
         self.out.flush()
 
-    def spawn(self, request: dict[str, Any]) -> None:
-        report_r, report_w = os.pipe()
+    def fork_child(self) -> tuple[int, int]:
+        """A child set up as a worker process, waiting for its config on the returned fd."""
+        config_r, config_w = os.pipe()
+        parent = os.getpid()
+        private = [self.wakeup_r, self.wakeup_w, config_w]
+        if self.spare is not None:
+            private.append(self.spare[1])
         try:
             pid = os.fork()
-        except OSError as exc:
-            os.close(report_r)
-            os.close(report_w)
-            self.reply({"id": request.get("id"), "error": str(exc)})
-            return
+        except OSError:
+            os.close(config_r)
+            os.close(config_w)
+            raise
         if pid == 0:
-            os.close(report_r)
-            _child(request["config"], report_w, self.requests, self.wakeup_r, self.wakeup_w)
-        os.close(report_w)
+            _child(parent, config_r, self.out.fileno(), private, self.endpoint)
+        os.close(config_r)
         self.children.add(pid)
-        try:
-            shell = _read_report(report_r)
-        finally:
-            os.close(report_r)
-        self.reply({"id": request.get("id"), "pid": pid, **shell})
+        return pid, config_w
+
+    def refill(self) -> None:
+        """Fork the next spare (a failed fork only means the next pane forks on request)."""
+        if self.spare is None:
+            with contextlib.suppress(OSError):
+                self.spare = self.fork_child()
+
+    def spawn(self, request: dict[str, Any]) -> None:
+        line = json.dumps(request).encode() + b"\n"
+        while True:
+            try:
+                if self.spare is not None:
+                    (pid, config_w), self.spare = self.spare, None
+                else:
+                    pid, config_w = self.fork_child()
+            except OSError as exc:
+                self.reply({"id": request.get("id"), "error": str(exc)})
+                return
+            try:
+                os.write(config_w, line)  # a pipe holds 64 KiB: a config is a few KiB
+            except OSError:
+                continue  # that spare died unused: take a new child
+            finally:
+                os.close(config_w)
+            self.reply({"id": request.get("id"), "pid": pid})
+            self.refill_at = time.monotonic() + SPARE_DELAY_S
+            return
 
     def reap(self) -> None:
         for pid in list(self.children):
@@ -122,6 +165,10 @@ class ForkServer:
             if done == 0:
                 continue
             self.children.discard(pid)
+            if self.spare is not None and self.spare[0] == pid:
+                os.close(self.spare[1])  # died unused: nobody needs to hear of it
+                self.spare = None
+                continue
             code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
             self.reply({"exited": pid, "returncode": code})
 
@@ -142,9 +189,11 @@ class ForkServer:
         selector = selectors.DefaultSelector()
         selector.register(self.requests, selectors.EVENT_READ, "requests")
         selector.register(self.wakeup_r, selectors.EVENT_READ, "sigchld")
+        self.refill()
         running = True
         while running:
-            for key, _ in selector.select():
+            timeout = None if self.spare else max(0.0, self.refill_at - time.monotonic())
+            for key, _ in selector.select(timeout):
                 if key.data == "sigchld":
                     while True:
                         try:
@@ -155,6 +204,10 @@ class ForkServer:
                     self.reap()
                 elif not self.on_requests():
                     running = False
+            if running and time.monotonic() >= self.refill_at:
+                self.refill()
+        if self.spare is not None:
+            os.close(self.spare[1])  # the spare reads EOF and exits
         for pid in list(self.children):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
@@ -169,12 +222,13 @@ def _warm_caches() -> None:
 
 def main() -> None:
     proctree.set_parent_death_signal(signal.SIGTERM)
-    if len(sys.argv) > 1:  # the runtime log: workers inherit the open handler
+    # argv: [the runtime log (workers inherit the open handler), the router's endpoint]
+    if len(sys.argv) > 1:
         startup.configure_logging(sys.argv[1])
     _warm_caches()
     gc.collect()
     gc.freeze()
-    ForkServer().serve()
+    ForkServer(sys.argv[2] if len(sys.argv) > 2 else None).serve()
 
 
 if __name__ == "__main__":

@@ -13,12 +13,15 @@ import logging
 import os
 import signal
 import sys
+from dataclasses import dataclass
 
 import zmq
 
 from pebrel import messages as m
 from pebrel import proctree
+from pebrel.zmqio import connect_worker
 from workers.app import Worker, WorkerConfig
+from workers.screen import PaneScreen
 
 logger = logging.getLogger(__name__)
 
@@ -32,11 +35,43 @@ def configure_logging(log_path: str) -> None:
     )
 
 
-def run_worker(config: WorkerConfig, report_fd: int | None = None) -> None:
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What a spare worker builds while it waits for its pane: a fresh fork would pay for
+    these, and for the copy-on-write faults they cause, after its shell has started."""
+
+    loop: asyncio.AbstractEventLoop
+    #: Only where the shell is started with posix_spawn: ptyprocess forks, and a process
+    #: with a ZeroMQ context must never fork (TRAPS).
+    ctx: zmq.Context[zmq.SyncSocket] | None
+    sock: zmq.SyncSocket | None
+
+
+def prepare(endpoint: str | None) -> Prepared:
+    """Get a spare worker ready: its loop, its connection to the router (``endpoint``), and
+    one pass over the screen code, so the pages it writes are copied before a pane waits."""
+    screen = PaneScreen(80, 24, 100, write_back=lambda data: None)
+    screen.feed(b"\x1b]133;A\x07user@host:~$ \x1b]133;B\x07")
+    screen.read(24)
+    ctx = sock = None
+    if endpoint and hasattr(os, "posix_spawn"):
+        ctx = zmq.Context()
+        sock = connect_worker(ctx, endpoint, os.getpid())
+    return Prepared(asyncio.new_event_loop(), ctx, sock)
+
+
+def run_worker(
+    config: WorkerConfig,
+    report_fd: int | None = None,
+    report_id: object = None,
+    prepared: Prepared | None = None,
+) -> None:
     """Run one pane worker until its pane closes (the fork server's child entry).
 
-    Once the shell runs, its pid goes to ``report_fd`` (one JSON line, then the fd is closed),
-    so the fork server can answer the router before this worker has even connected.
+    Once the shell runs, ``{"id": report_id, "shell_pid": S, "integrated": B}`` goes to
+    ``report_fd`` (one line, one write, then the fd is closed): the router answers the pane's
+    start from it before this worker has even connected. If the shell cannot start, the line
+    says ``"shell_pid": null`` and the PaneStartFailed over ZeroMQ explains why.
     """
     configure_logging(config.log_path)  # a no-op in a fork server's child: already done
     proctree.set_parent_death_signal(signal.SIGTERM)
@@ -44,25 +79,29 @@ def run_worker(config: WorkerConfig, report_fd: int | None = None) -> None:
     if os.getppid() == 1:
         sys.exit(0)
 
-    def report(shell_pid: int, integrated: bool) -> None:
+    def report(shell_pid: int | None, integrated: bool) -> None:
         nonlocal report_fd
         if report_fd is not None:
-            line = json.dumps({"shell_pid": shell_pid, "integrated": integrated}).encode()
+            line = {"id": report_id, "shell_pid": shell_pid, "integrated": integrated}
             with contextlib.suppress(OSError):
-                os.write(report_fd, line + b"\n")
+                os.write(report_fd, json.dumps(line).encode() + b"\n")
             os.close(report_fd)
             report_fd = None
 
     try:
-        worker = Worker(config, report)
+        worker = Worker(
+            config,
+            report,
+            ctx=prepared.ctx if prepared else None,
+            sock=prepared.sock if prepared else None,
+        )
     except Exception as exc:
-        if report_fd is not None:
-            os.close(report_fd)
+        report(None, False)
         logger.exception("pane start failed")
-        ctx = zmq.Context()
-        sock = ctx.socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 2000)
-        sock.connect(config.endpoint)
+        ctx = prepared.ctx if prepared and prepared.ctx else zmq.Context()
+        sock = prepared.sock if prepared and prepared.sock else None
+        if sock is None:
+            sock = connect_worker(ctx, config.endpoint, os.getpid())
         sock.send(
             m.encode(
                 m.PaneStartFailed(
@@ -73,4 +112,6 @@ def run_worker(config: WorkerConfig, report_fd: int | None = None) -> None:
         sock.close()
         ctx.term()
         sys.exit(1)
-    asyncio.run(worker.run())
+    loop = prepared.loop if prepared else None
+    with asyncio.Runner(loop_factory=(lambda: loop) if loop else None) as runner:
+        runner.run(worker.run())

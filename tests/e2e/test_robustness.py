@@ -58,9 +58,19 @@ def router_children(rt: Runtime, module: str) -> list[psutil.Process]:
     ]
 
 
-def pane_workers(rt: Runtime) -> list[psutil.Process]:
-    """Pane workers: children of the router's fork server (`python -m workers.forkserver`)."""
+def forkserver_children(rt: Runtime) -> list[psutil.Process]:
+    """Children of the router's fork server (`python -m workers.forkserver`)."""
     return [w for fs in router_children(rt, "workers.forkserver") for w in fs.children()]
+
+
+def pane_workers(rt: Runtime) -> list[psutil.Process]:
+    """Pane workers: the fork server's children that run a shell (the spare has none)."""
+    return [w for w in forkserver_children(rt) if w.children()]
+
+
+def spare_workers(rt: Runtime) -> list[psutil.Process]:
+    """The fork server's spare: a worker forked ahead of time, waiting for a pane."""
+    return [w for w in forkserver_children(rt) if not w.children()]
 
 
 def worker_of(rt: Runtime, pane_id: int, window_id: int = 1) -> psutil.Process:
@@ -207,6 +217,36 @@ def test_runtime_serves_after_a_worker_is_killed(runtime: Runtime) -> None:
     assert "window-alive" in runtime.read_text(created["pane_id"], created["window_id"])
 
 
+def one_spare(rt: Runtime) -> psutil.Process:
+    """The fork server's spare, once it has (re)forked it (it waits a moment after a split)."""
+    found: list[psutil.Process] = wait_for(
+        lambda: (s := spare_workers(rt)) and len(s) == 1 and s, 10, "one spare worker"
+    )
+    return found[0]
+
+
+def test_a_new_pane_takes_the_spare_and_a_new_spare_follows(runtime: Runtime) -> None:
+    """R3.4: a split is served by the worker forked ahead of time; another one replaces it."""
+    spare = one_spare(runtime)
+    split = runtime.ok("pane.split", {"pane_id": 1, "direction": "down"})
+    assert worker_of(runtime, split["pane_id"]).pid == spare.pid
+    assert runtime.run(split["pane_id"], "echo from-the-spare")["exit_code"] == 0
+    assert one_spare(runtime).pid != spare.pid
+
+
+def test_a_killed_spare_is_replaced_and_panes_still_start(runtime: Runtime) -> None:
+    """R1.5: a spare that dies unused is not reported as a pane's exit and is replaced."""
+    spare = one_spare(runtime)
+    spare.kill()
+    wait_for(lambda: gone(spare.pid), 10, f"spare {spare.pid} gone")
+    split = runtime.ok("pane.split", {"pane_id": 1, "direction": "right"})
+    assert runtime.run(split["pane_id"], "echo after-spare-died")["exit_code"] == 0
+    worker = worker_of(runtime, split["pane_id"])
+    assert worker.pid != spare.pid
+    assert not runtime.pane(1)["exited"]
+    assert one_spare(runtime).pid not in (spare.pid, worker.pid)
+
+
 def exit_shell(rt: Runtime) -> int:
     """Split pane 1, make the new pane's shell `exit 0`; return the new pane's id."""
     pane_id: int = rt.ok("pane.split", {"pane_id": 1, "direction": "down"})["pane_id"]
@@ -269,10 +309,13 @@ def test_stop_ends_detached_and_background_children(runtime: Runtime) -> None:
     frontends = router_children(runtime, "router.adapter")
     forkservers = router_children(runtime, "workers.forkserver")
     workers = pane_workers(runtime)
+    spares = spare_workers(runtime)
     assert len(frontends) == 1 and len(forkservers) == 1 and len(workers) == 1
+    assert len(spares) == 1
     pids["frontend"] = frontends[0].pid
     pids["forkserver"] = forkservers[0].pid
     pids["worker"] = workers[0].pid
+    pids["spare"] = spares[0].pid
     pids["shell"] = runtime.pane(1)["pid"]
     stopped = runtime.cli("runtime", "stop")
     assert stopped.code == 0, stopped

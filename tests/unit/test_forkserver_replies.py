@@ -1,0 +1,105 @@
+"""The router's side of a spawn: the fork server's pid line and the new worker's own report
+arrive on one pipe in either order, and a worker that dies first still gets an answer (R3.4).
+
+The end-to-end paths (a real fork server, spare and worker) are in tests/e2e/test_pane_start.py
+and tests/e2e/test_robustness.py; these pin the orderings a real run cannot force.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from router.forkserver import ForkServer, SpawnReply, _Spawn
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def _server() -> tuple[ForkServer, list[tuple[int, int | None]]]:
+    exits: list[tuple[int, int | None]] = []
+    server = ForkServer("unused.log", "ipc://unused", lambda pid, code: exits.append((pid, code)))
+    return server, exits
+
+
+async def _pending(server: ForkServer, request_id: int) -> _Spawn:
+    spawn = _Spawn(asyncio.get_running_loop().create_future())
+    server.pending[request_id] = spawn
+    return spawn
+
+
+def _run(test: Any) -> None:
+    asyncio.run(test())
+
+
+def test_the_pid_line_then_the_report_answers_with_the_shell() -> None:
+    async def test() -> None:
+        server, _ = _server()
+        spawn = await _pending(server, 1)
+        server._handle({"id": 1, "pid": 100})
+        assert not spawn.fut.done()  # the shell is not known yet
+        server._handle({"id": 1, "shell_pid": 101, "integrated": True})
+        assert spawn.fut.result() == SpawnReply(100, 101, True)
+
+    _run(test)
+
+
+def test_a_report_before_the_pid_line_waits_for_it() -> None:
+    async def test() -> None:
+        server, _ = _server()
+        spawn = await _pending(server, 1)
+        server._handle({"id": 1, "shell_pid": 101, "integrated": False})
+        assert not spawn.fut.done()
+        server._handle({"id": 1, "pid": 100})
+        assert spawn.fut.result() == SpawnReply(100, 101, False)
+
+    _run(test)
+
+
+def test_a_report_without_a_shell_answers_without_one() -> None:
+    async def test() -> None:
+        server, _ = _server()
+        spawn = await _pending(server, 1)
+        server._handle({"id": 1, "pid": 100})
+        server._handle({"id": 1, "shell_pid": None, "integrated": False})
+        assert spawn.fut.result() == SpawnReply(100, None, False)
+
+    _run(test)
+
+
+def test_a_worker_that_exits_before_reporting_is_answered_and_its_exit_passed_on() -> None:
+    async def test() -> None:
+        server, exits = _server()
+        spawn = await _pending(server, 1)
+        other = await _pending(server, 2)
+        server._handle({"id": 1, "pid": 100})
+        server._handle({"id": 2, "pid": 200})
+        server._handle({"exited": 100, "returncode": 1})
+        assert exits == [(100, 1)]
+        assert spawn.fut.result() == SpawnReply(100, None, False)
+        assert not other.fut.done()  # another worker's spawn is untouched
+
+    _run(test)
+
+
+def test_a_fork_error_fails_the_spawn() -> None:
+    async def test() -> None:
+        server, _ = _server()
+        spawn = await _pending(server, 1)
+        server._handle({"id": 1, "error": "Resource temporarily unavailable"})
+        with pytest.raises(Exception, match="fork failed"):
+            spawn.fut.result()
+
+    _run(test)
+
+
+def test_lines_for_unknown_spawns_are_ignored() -> None:
+    async def test() -> None:
+        server, exits = _server()
+        spawn = await _pending(server, 1)
+        server._handle({"id": 7, "pid": 700})
+        server._handle({"id": 7, "shell_pid": 701, "integrated": True})
+        assert not spawn.fut.done() and exits == []
+
+    _run(test)
