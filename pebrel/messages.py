@@ -380,6 +380,10 @@ def decode(frame: bytes) -> Message:
         body = msgpack.unpackb(frame, raw=False, strict_map_key=False)
     except Exception as exc:  # msgpack raises several unrelated types
         raise MessageError("frame is not msgpack") from exc
+    return _from_body(body)
+
+
+def _from_body(body: Any) -> Message:
     if not isinstance(body, dict):
         raise MessageError("message is not a map")
     kind = body.pop("type", None)
@@ -392,3 +396,24 @@ def decode(frame: bytes) -> Message:
         return cls(**body)
     except TypeError as exc:
         raise MessageError(f"malformed {cls.type} message") from exc
+
+
+class StreamDecoder:
+    """Messages from a byte stream of back-to-back :func:`encode` results (msgpack maps
+    delimit themselves): feed whatever a read returned, get every message it completed."""
+
+    def __init__(self) -> None:
+        # Answers are not size-limited on the wire (a long scrollback read is large).
+        self._unpacker = msgpack.Unpacker(
+            raw=False, strict_map_key=False, max_buffer_size=2**31 - 1
+        )
+
+    def feed(self, data: bytes) -> list[Message]:
+        """The messages ``data`` completed; MessageError if the stream holds a bad one (the
+        stream cannot be trusted after that)."""
+        try:
+            self._unpacker.feed(data)
+            bodies = list(self._unpacker)
+        except Exception as exc:  # msgpack raises several unrelated types
+            raise MessageError("stream is not msgpack") from exc
+        return [_from_body(body) for body in bodies]

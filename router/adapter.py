@@ -2,8 +2,9 @@
 
 Listens on 127.0.0.1 (random port), authenticates each connection by its first line, parses
 JSON Lines, rejects bad envelopes, and turns every request into one actor message to the
-router (stamped with a connection id and the caller's principal), and the reply back.
-Kept out of the router's process so bad or slow clients cannot stall the state owner.
+router (stamped with a connection id and the caller's principal), and the reply back, over the
+frontend link (:mod:`pebrel.link`, a socket pair the router hands over at start). Kept out of
+the router's process so bad or slow clients cannot stall the state owner.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ import json
 import logging
 import os
 import signal
+import socket
 from dataclasses import dataclass, field
-from typing import Any
-
-import zmq
+from typing import Any, cast
 
 from pebrel import messages as m
 from pebrel import proctree
@@ -34,7 +34,7 @@ from pebrel.envelope import (
     answer as answer_envelope,
 )
 from pebrel.errors import ErrorCode, PebrelError, internal_error
-from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, incoming
+from pebrel.link import Link, open_link
 
 logger = logging.getLogger(__name__)
 
@@ -58,28 +58,19 @@ class Connection:
 
 
 class Frontend:
-    def __init__(self, endpoint: str, token: str, version: str) -> None:
+    def __init__(self, link_fd: int, token: str, version: str) -> None:
+        self.link_fd = link_fd
+        self.link: Link | None = None
         self.token = token
         self.version = version
-        self.ctx: zmq.SyncContext = zmq.Context()
-        self.sock: zmq.SyncSocket = self.ctx.socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.IDENTITY, b"frontend")
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.setsockopt(zmq.SNDHWM, 0)
-        self.sock.setsockopt(zmq.RCVHWM, 0)
-        self.sock.connect(endpoint)
         self.connections: dict[int, Connection] = {}
         self.ids = itertools.count(1)
         self.legacy_ids = itertools.count(1)
         self.stop = asyncio.Event()
-        self.drain_scheduled = False
 
     def to_router(self, message: m.Message) -> None:
-        self.sock.send(m.encode(message), flags=NOBLOCK)
-        # A send can consume the socket FD's edge with answers already waiting.
-        if not self.drain_scheduled and int(self.sock.getsockopt(EVENTS)) & POLLIN:
-            self.drain_scheduled = True
-            asyncio.get_running_loop().call_soon(self.from_router)
+        if self.link is None or not self.link.send(message):
+            logger.warning("router unreachable, message dropped", extra={"type": message.type})
 
     # -- client side -------------------------------------------------------------------------------
     def opened(self, transport: asyncio.WriteTransport) -> Connection:
@@ -88,7 +79,7 @@ class Frontend:
         return conn
 
     def closed(self, conn: Connection) -> None:
-        if self.connections.pop(conn.connection_id, None) is not None and not self.sock.closed:
+        if self.connections.pop(conn.connection_id, None) is not None and not self.stop.is_set():
             self.to_router(m.ConnectionClosed(connection_id=conn.connection_id))
 
     def on_line_guarded(self, conn: Connection, line: bytes) -> bool:
@@ -199,18 +190,6 @@ class Frontend:
         self.write(conn, dump_line(error_response(request_id, error)))
 
     # -- router side -------------------------------------------------------------------------------
-    def from_router(self) -> None:
-        """Handle every message waiting on the socket (the FD is edge-triggered: drain it)."""
-        self.drain_scheduled = True
-        try:
-            for _, message in incoming(self.sock):
-                try:
-                    self.on_router_message(message)
-                except Exception:
-                    logger.exception("frontend failed on a router message")
-        finally:
-            self.drain_scheduled = False
-
     def on_router_message(self, message: m.Message) -> None:
         if isinstance(message, m.RequestAnswered):
             self.on_answer(message)
@@ -274,19 +253,18 @@ class Frontend:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(sig, self.stop.set)
+        # The router gone (its end of the link closed) stops this process too.
+        self.link = await open_link(
+            socket.socket(fileno=self.link_fd), self.on_router_message, self.stop.set
+        )
         server = await loop.create_server(lambda: ClientProtocol(self), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
-        fd = self.sock.fileno()
-        loop.add_reader(fd, self.from_router)
-        loop.call_soon(self.from_router)
         self.to_router(m.FrontendStarted(port=port))
         await self.stop.wait()
         server.close()
         for conn in list(self.connections.values()):
             conn.transport.close()
-        loop.remove_reader(fd)
-        self.sock.close(linger=0)
-        self.ctx.term()
+        self.link.close()
 
 
 class ClientProtocol(asyncio.Protocol):
@@ -303,8 +281,7 @@ class ClientProtocol(asyncio.Protocol):
         self.discarding = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.conn = self.frontend.opened(transport)
+        self.conn = self.frontend.opened(cast(asyncio.Transport, transport))
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.conn is not None:
@@ -357,7 +334,7 @@ def main() -> None:
         format=f"%(asctime)s frontend[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
     )
     proctree.set_parent_death_signal(signal.SIGTERM)
-    frontend = Frontend(config["endpoint"], config["token"], config["version"])
+    frontend = Frontend(int(config["link_fd"]), config["token"], config["version"])
     asyncio.run(frontend.run())
 
 

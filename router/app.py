@@ -10,6 +10,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ from pebrel.datadir import (
     write_port_file,
 )
 from pebrel.errors import ErrorCode, PebrelError, internal_error
+from pebrel.link import Link, open_link
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
 from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, incoming
@@ -95,6 +97,8 @@ class RouterApp:
         self.sock.bind(self.endpoint)
         self.token = secrets.token_hex(32)
         self.frontend: subprocess.Popen[bytes] | None = None
+        #: The frontend link (pebrel/link.py): the adapter's messages do not cross ZeroMQ.
+        self.link: Link | None = None
         self.frontend_port: asyncio.Future[int] | None = None
         self.stopping: asyncio.Event | None = None
         self.tasks: set[asyncio.Task[None]] = set()
@@ -113,6 +117,11 @@ class RouterApp:
 
     # -- sockets ---------------------------------------------------------------------------------
     def send(self, identity: bytes, message: m.Message) -> bool:
+        if identity == FRONTEND_ID:
+            if self.link is None or not self.link.send(message):
+                logger.warning("frontend unreachable", extra={"type": message.type})
+                return False
+            return True
         try:
             self.sock.send_multipart([identity, m.encode(message)], flags=NOBLOCK)
         except zmq.ZMQError:
@@ -230,26 +239,49 @@ class RouterApp:
         )
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def start_frontend(self) -> subprocess.Popen[bytes]:
+    async def start_frontend(self) -> subprocess.Popen[bytes]:
+        """Start the adapter with its end of the frontend link."""
+        ours, theirs = socket.socketpair()
         env = dict(os.environ)
         env[FRONTEND_CONFIG_ENV] = json.dumps(
             {
-                "endpoint": self.endpoint,
+                "link_fd": theirs.fileno(),
                 "token": self.token,
                 "log_path": str(self.data_dir / LOG_FILE),
                 "version": __version__,
             }
         )
-        with open(self.data_dir / LOG_FILE, "ab") as log:
-            return subprocess.Popen(
-                [sys.executable, "-m", "router.adapter"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                close_fds=True,
-                start_new_session=True,
-            )
+        try:
+            with open(self.data_dir / LOG_FILE, "ab") as log:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "router.adapter"],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    close_fds=True,
+                    pass_fds=(theirs.fileno(),),
+                    start_new_session=True,
+                )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self.link = await open_link(
+            ours, lambda message: self.handle(FRONTEND_ID, message), self.frontend_lost
+        )
+        return proc
+
+    def frontend_lost(self) -> None:
+        """The adapter's end of the link closed: no client can reach this runtime any more."""
+        if self.frontend_port is not None and not self.frontend_port.done():
+            self.frontend_port.set_exception(RuntimeError("the frontend adapter exited at start"))
+            return
+        if self.rt.closing or self.stopping is None or self.stopping.is_set():
+            return
+        logger.error("the frontend adapter is gone: stopping the runtime")
+        self.stopping.set()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -264,7 +296,7 @@ class RouterApp:
         self.rt.forkserver = forkserver
         assert forkserver.pid is not None
         self.rt.adopt(forkserver.pid)
-        self.frontend = self.start_frontend()
+        self.frontend = await self.start_frontend()
         self.rt.adopt(self.frontend.pid)
         try:
             port = await asyncio.wait_for(self.frontend_port, STARTUP_TIMEOUT_S)
@@ -302,6 +334,8 @@ class RouterApp:
             except subprocess.TimeoutExpired:
                 self.frontend.kill()
                 self.frontend.wait()
+        if self.link is not None:
+            self.link.close()
         if rt.forkserver is not None:
             # Closing its stdin ends it; it waits for nothing, its workers are already gone.
             rt.forkserver.close()

@@ -327,6 +327,29 @@ def test_stop_ends_detached_and_background_children(runtime: Runtime) -> None:
     assert not (runtime.data_dir / "runtime.port").exists()
 
 
+def test_a_killed_frontend_adapter_stops_the_runtime(runtime: Runtime) -> None:
+    """R1.5: with its frontend adapter gone no client can reach the runtime, so it stops
+    like `runtime stop` (port file removed, every process ended) instead of lingering."""
+    runtime.run(1, "sleep 304 &")
+    pids = {
+        "router": runtime.pid,
+        "forkserver": router_children(runtime, "workers.forkserver")[0].pid,
+        "worker": pane_workers(runtime)[0].pid,
+        "shell": runtime.pane(1)["pid"],
+    }
+    frontend = router_children(runtime, "router.adapter")[0]
+    frontend.kill()
+    wait_for(
+        lambda: all(gone(pid) for pid in pids.values()),
+        15,
+        f"every one of {pids} gone after the frontend adapter was killed",
+    )
+    assert not (runtime.data_dir / "runtime.port").exists()
+    assert runtime.cli("runtime", "status").code == 3
+    log = (runtime.data_dir / "runtime.log").read_text()
+    assert "the frontend adapter is gone: stopping the runtime" in log
+
+
 # -- start, status, stale discovery -----------------------------------------------------------
 
 

@@ -124,3 +124,57 @@ def test_decode_refuses_malformed_frames(case: Malformed) -> None:
     the router's receive loop, which catches MessageError, survives it."""
     with pytest.raises(m.MessageError):
         m.decode(case.frame)
+
+
+# -- the frontend link's stream (pebrel/link.py) ------------------------------------------------
+
+
+def _stream_samples() -> list[m.Message]:
+    lines = [f"line {i} héllo" for i in range(24)]
+    return [
+        m.HandleRequest(
+            connection_id=1,
+            principal="token-holder",
+            request_id=7,
+            method="pane.read",
+            params={"pane_id": 1, "lines": 24},
+        ),
+        m.RequestAnswered(
+            connection_id=1,
+            request_id=7,
+            ok=True,
+            result={"text": "\n".join(lines), "lines": lines},
+            error=None,
+        ),
+        m.ConnectionClosed(connection_id=1),
+        m.StopFrontend(),
+    ]
+
+
+def test_a_stream_split_at_any_byte_decodes_to_the_same_messages() -> None:
+    """Back-to-back encoded messages come out whole and in order however reads split them."""
+    messages = _stream_samples()
+    stream = b"".join(m.encode(message) for message in messages)
+    for cut in range(len(stream) + 1):
+        decoder = m.StreamDecoder()
+        assert decoder.feed(stream[:cut]) + decoder.feed(stream[cut:]) == messages
+
+
+def test_a_stream_fed_byte_by_byte_decodes_every_message() -> None:
+    messages = _stream_samples()
+    stream = b"".join(m.encode(message) for message in messages)
+    decoder = m.StreamDecoder()
+    out: list[m.Message] = []
+    for i in range(len(stream)):
+        out += decoder.feed(stream[i : i + 1])
+    assert out == messages
+
+
+def test_a_stream_with_a_bad_message_is_refused() -> None:
+    decoder = m.StreamDecoder()
+    with pytest.raises(m.MessageError):
+        decoder.feed(msgpack.packb({"type": "no_such_message"}))
+    with pytest.raises(m.MessageError):
+        m.StreamDecoder().feed(msgpack.packb([1, 2, 3]))
+    with pytest.raises(m.MessageError):
+        m.StreamDecoder().feed(b"\xc1")  # a byte msgpack never uses
