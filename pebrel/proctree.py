@@ -24,6 +24,50 @@ def _prctl(option: int, value: int) -> bool:
     return bool(libc.prctl(option, value, 0, 0, 0) == 0)
 
 
+#: sched_setattr(2) syscall numbers (glibc has no wrapper).
+_SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274, "arm64": 274}
+_SCHED_FLAG_RESET_ON_FORK = 0x01
+
+
+class _SchedAttr(ctypes.Structure):
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("sched_policy", ctypes.c_uint32),
+        ("sched_flags", ctypes.c_uint64),
+        ("sched_nice", ctypes.c_int32),
+        ("sched_priority", ctypes.c_uint32),
+        ("sched_runtime", ctypes.c_uint64),
+        ("sched_deadline", ctypes.c_uint64),
+        ("sched_period", ctypes.c_uint64),
+    ]
+
+
+def request_short_slice(slice_ns: int = 100_000) -> bool:
+    """Ask the scheduler for short time slices for the calling thread (Linux >= 6.12, EEVDF).
+
+    For a process that runs for microseconds per message and then sleeps (the router, the
+    frontend adapter): with every core busy (pane workers ingesting a flood), a waking
+    short-slice task gets an earlier deadline and preempts at once instead of waiting out a
+    busy task's slice. Same policy (SCHED_OTHER), same nice, no privilege needed; children get
+    the default slice back (reset-on-fork). Older kernels ignore the request; False where the
+    call is not available.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    number = _SYS_SCHED_SETATTR.get(os.uname().machine)
+    if number is None:
+        return False
+    attr = _SchedAttr(
+        size=ctypes.sizeof(_SchedAttr),
+        sched_policy=0,  # SCHED_OTHER
+        sched_flags=_SCHED_FLAG_RESET_ON_FORK,
+        sched_nice=os.getpriority(os.PRIO_PROCESS, 0),
+        sched_runtime=slice_ns,
+    )
+    libc = ctypes.CDLL(None, use_errno=True)
+    return bool(libc.syscall(number, 0, ctypes.byref(attr), 0) == 0)
+
+
 def set_child_subreaper() -> bool:
     """Orphaned descendants (nohup, setsid, disown) re-parent to us, so we can end them."""
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1)

@@ -334,6 +334,7 @@ def main() -> None:
         format=f"%(asctime)s frontend[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
     )
     proctree.set_parent_death_signal(signal.SIGTERM)
+    proctree.request_short_slice()  # answer promptly while pane workers keep the cores busy
     frontend = Frontend(int(config["link_fd"]), config["token"], config["version"])
     asyncio.run(frontend.run())
 

@@ -392,5 +392,6 @@ def main() -> None:
         print(f"pebrel: {exc}", file=sys.stderr)
         sys.exit(2)
     proctree.set_child_subreaper()
+    proctree.request_short_slice()  # answer promptly while pane workers keep the cores busy
     app = RouterApp(data_dir)
     asyncio.run(app.run())
