@@ -327,6 +327,34 @@ def test_stop_ends_detached_and_background_children(runtime: Runtime) -> None:
     assert not (runtime.data_dir / "runtime.port").exists()
 
 
+def _slice_ns(pid: int) -> int | None:
+    try:
+        sched = Path(f"/proc/{pid}/sched").read_text()
+    except OSError:
+        return None
+    for line in sched.splitlines():
+        if line.startswith("se.slice"):
+            return int(line.split(":")[1])
+    return None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/PID/sched is Linux's")
+def test_router_and_adapter_ask_for_short_slices_and_workers_do_not(runtime: Runtime) -> None:
+    """#6: the processes on every request's path preempt busy pane workers at once (EEVDF
+    custom slice); the workers and shells keep the default."""
+    router = _slice_ns(runtime.pid)
+    if router is None:
+        pytest.skip("this kernel shows no per-task slice in /proc/PID/sched")
+    adapter = _slice_ns(router_children(runtime, "router.adapter")[0].pid)
+    worker = _slice_ns(pane_workers(runtime)[0].pid)
+    shell = _slice_ns(runtime.pane(1)["pid"])
+    assert worker is not None and shell is not None
+    if router == worker:
+        pytest.skip("this kernel has no custom slices (EEVDF, Linux >= 6.12)")
+    assert router == adapter == 100_000
+    assert worker == shell and worker > router
+
+
 def test_a_killed_frontend_adapter_stops_the_runtime(runtime: Runtime) -> None:
     """R1.5: with its frontend adapter gone no client can reach the runtime, so it stops
     like `runtime stop` (port file removed, every process ended) instead of lingering."""
