@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from bench.harness import COLS
+from bench.common import COLS
 
 _WORDS = [
     "request",
