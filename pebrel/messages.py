@@ -47,6 +47,8 @@ class RequestAnswered(Message):
     ok: bool
     result: dict[str, Any] | None
     error: dict[str, Any] | None
+    #: Instead of ``result``: its JSON, encoded ahead by the router (envelope.EncodedResult).
+    result_json: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

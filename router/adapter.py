@@ -27,6 +27,7 @@ from pebrel.envelope import (
     dump_line,
     error_response,
     event_line,
+    ok_line_encoded,
     parse_request,
     peek_id,
 )
@@ -210,8 +211,11 @@ class Frontend:
                 code = (answer.error or {}).get("code", "internal_error")
                 self.write(conn, f"ERROR {code}\n".encode())
             return
-        body = answer_envelope(answer.request_id, answer.ok, answer.result, answer.error)
-        self.write(conn, dump_line(body))
+        if answer.ok and answer.result_json is not None:
+            self.write(conn, ok_line_encoded(answer.request_id, answer.result_json))
+        else:
+            body = answer_envelope(answer.request_id, answer.ok, answer.result, answer.error)
+            self.write(conn, dump_line(body))
         if answer.request_id in conn.subscribe_pending:
             conn.subscribe_pending.discard(answer.request_id)
             if answer.ok and answer.result is not None:

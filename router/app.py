@@ -32,6 +32,7 @@ from pebrel.datadir import (
     remove_port_file,
     write_port_file,
 )
+from pebrel.envelope import EncodedResult
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
 from pebrel.schema import validate_params
@@ -41,6 +42,7 @@ from router.delegation import Delegations
 from router.forkserver import ForkServer
 from router.handlers import (
     Handler,
+    Method,
     agent,
     delegate,
     events,
@@ -64,7 +66,7 @@ FRONTEND_CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
 STARTUP_TIMEOUT_S = 20.0
 EXIT_ALREADY_RUNNING = 3
 
-METHODS: dict[str, Handler] = {
+METHODS: dict[str, Method] = {
     **runtime_handlers.METHODS,
     **window.METHODS,
     **tab.METHODS,
@@ -192,9 +194,12 @@ class RouterApp:
 
     async def dispatch(self, request: m.HandleRequest) -> None:
         logger.debug("request %s %s", request.method, request.params)
-        ok, result, error = True, None, None
+        ok, error = True, None
+        result: dict[str, Any] | EncodedResult | None = None
         try:
-            handler = LEGACY.get(request.method) if request.principal == "legacy" else None
+            handler: Method | None = (
+                LEGACY.get(request.method) if request.principal == "legacy" else None
+            )
             if handler is None:
                 validate_params(request.method, request.params)
                 handler = METHODS[request.method]
@@ -208,14 +213,21 @@ class RouterApp:
             logger.exception("internal error", extra={**failure.details, "method": request.method})
             ok, error = False, failure.to_wire()
         logger.debug("answer %s ok=%s", request.method, ok)
+        plain: dict[str, Any] | None = None
+        encoded: bytes | None = None
+        if isinstance(result, EncodedResult):  # encoded once, kept by the router
+            encoded = result.json
+        else:
+            plain = result
         self.send(
             FRONTEND_ID,
             m.RequestAnswered(
                 connection_id=request.connection_id,
                 request_id=request.request_id,
                 ok=ok,
-                result=result,
+                result=plain,
                 error=error,
+                result_json=encoded,
             ),
         )
         if ok and request.method == "events.subscribe":

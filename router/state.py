@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pebrel.agentkinds import DISPLAY_NAMES
+from pebrel.envelope import dump_value
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.messages import ScreenRead
 from pebrel.taskstate import ShellTracker
@@ -78,6 +79,7 @@ class RouterState:
         self.registry = AgentRegistry()
         self._last_projection: dict[str, Any] | None = None
         self._snapshot: dict[str, Any] = {}
+        self._snapshot_json: bytes | None = None  # _snapshot's JSON, made on first use
 
     # -- ids -----------------------------------------------------------------------------
     def allocate_window_id(self) -> int:
@@ -250,10 +252,17 @@ class RouterState:
         self._last_projection = projection
         self.revision += 1
         self._snapshot = {"runtime_id": self.runtime_id, "revision": self.revision, **projection}
+        self._snapshot_json = None
         return True
 
     def snapshot(self) -> dict[str, Any]:
         return self._snapshot
+
+    def snapshot_json(self) -> bytes:
+        """The snapshot's JSON, encoded once per revision (every poller gets the same bytes)."""
+        if self._snapshot_json is None:
+            self._snapshot_json = dump_value(self._snapshot)
+        return self._snapshot_json
 
     def snapshot_tab(self, window_id: int, tab_index: int) -> dict[str, Any]:
         for win in self._snapshot.get("windows", []):

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pebrel.envelope import EncodedResult
 from router.runtime import Runtime
 
 Params = dict[str, Any]
 Result = dict[str, Any]
 Handler = Callable[[Runtime, Params], Awaitable[Result]]
+#: A method table's entry: a few methods answer with a result encoded ahead.
+Method = Callable[[Runtime, Params], Awaitable[Result | EncodedResult]]

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 
 from pebrel import PROTOCOL, PROTOCOL_VERSION, SUPPORTED_VERSIONS, __version__
 from pebrel.envcontract import describe_env
+from pebrel.envelope import EncodedResult
 from pebrel.schema import method_names
-from router.handlers import Handler, Params, Result
+from router.handlers import Method, Params, Result
 from router.runtime import Runtime
 
 FEATURES = (
@@ -42,8 +43,8 @@ async def describe(rt: Runtime, params: Params) -> Result:
     }
 
 
-async def snapshot(rt: Runtime, params: Params) -> Result:
-    return dict(rt.state.snapshot())
+async def snapshot(rt: Runtime, params: Params) -> EncodedResult:
+    return EncodedResult(rt.state.snapshot_json())
 
 
-METHODS: Mapping[str, Handler] = {"runtime.describe": describe, "runtime.snapshot": snapshot}
+METHODS: Mapping[str, Method] = {"runtime.describe": describe, "runtime.snapshot": snapshot}

@@ -10,9 +10,12 @@ import pytest
 from pebrel import PROTOCOL
 from pebrel.envelope import (
     Request,
+    RequestId,
     dump_line,
+    dump_value,
     encode_request,
     error_response,
+    ok_line_encoded,
     ok_response,
     parse_request,
     peek_id,
@@ -182,3 +185,23 @@ def test_response_builders_shape_both_envelopes() -> None:
     dumped = dump_line({"text": "é\n"})
     assert dumped.endswith(b"\n") and dumped.count(b"\n") == 1
     assert json.loads(dumped) == {"text": "é\n"}
+
+
+# -- results encoded ahead (runtime.snapshot) -------------------------------------------------
+
+
+@pytest.mark.parametrize("request_id", [7, "req-7", None, 2**40])
+def test_an_answer_from_a_result_encoded_ahead_is_the_same_line(request_id: RequestId) -> None:
+    """The router encodes a snapshot once per revision; the line the adapter splices from it
+    must be byte for byte the line it would build from the result itself."""
+    result = {
+        "runtime_id": "ab12",
+        "revision": 3,
+        "windows": [{"window_id": 1, "name": "wörk \u2603", "tabs": [{"panes": [{"pane_id": 1}]}]}],
+        "text": 'line\nwith "quotes" and \\ and \x1b',
+        "lone": "\ud800",  # a lone surrogate: backslash-replaced in both
+        "empty": {},
+    }
+    assert ok_line_encoded(request_id, dump_value(result)) == dump_line(
+        ok_response(request_id, result)
+    )
