@@ -17,6 +17,15 @@ from router.layout import Leaf, Node
 
 
 @dataclass(slots=True)
+class KeptRead:
+    """A worker's read answer the router keeps until the screen changes (pane.read), with
+    the JSON of the answer's unchanging part once one client has asked for it."""
+
+    reply: ScreenRead
+    head: bytes | None = None
+
+
+@dataclass(slots=True)
 class Pane:
     window_id: int
     pane_id: int
@@ -37,7 +46,7 @@ class Pane:
     writing: bool = False  # an input write is in flight (never interleave two inputs)
     agents: PaneAgents = field(default_factory=PaneAgents)
     # The worker's read answers by line count, until it reports a screen change (pane.read).
-    reads: dict[int, ScreenRead] = field(default_factory=dict)
+    reads: dict[int, KeptRead] = field(default_factory=dict)
     screen_generation: int = 0
 
     @property

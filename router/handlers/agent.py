@@ -308,7 +308,7 @@ async def paste(rt: Runtime, params: Params) -> Result:
 
 async def read(rt: Runtime, params: Params) -> Result:
     agent, pane = bound(rt, params)
-    result = await pane_io.read(
+    result = await pane_io.read_result(
         rt, {**pane_ids(pane), **({"lines": params["lines"]} if "lines" in params else {})}
     )
     return {**identity(agent), **result}

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pebrel import messages as m
+from pebrel.envelope import EncodedResult, dump_value
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.inputs import check_prompt_text
 from pebrel.model import (
@@ -16,7 +17,7 @@ from pebrel.model import (
     WAIT_DEFAULT_TIMEOUT_MS,
 )
 from router import links
-from router.handlers import Handler, Params, Result
+from router.handlers import Method, Params, Result
 from router.handlers.input_common import (
     pane_ids,
     require_live,
@@ -26,7 +27,7 @@ from router.handlers.input_common import (
     worker_link,
 )
 from router.runtime import Runtime
-from router.state import Pane
+from router.state import KeptRead, Pane
 
 #: How long pane.run waits for a just-started shell's first prompt, and for its command start.
 FIRST_PROMPT_TIMEOUT_S = 10.0
@@ -45,11 +46,10 @@ async def prompt(rt: Runtime, params: Params) -> Result:
     return submitted_result(rt, pane, baseline)
 
 
-async def read(rt: Runtime, params: Params) -> Result:
-    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
-    lines = params.get("lines", READ_DEFAULT_LINES)
-    reply = pane.reads.get(lines)
-    if reply is None:
+async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
+    """The worker's answer for ``lines``, kept by the router until the screen changes."""
+    kept = pane.reads.get(lines)
+    if kept is None:
         # Kept until the worker reports a change; it reports one before any message about
         # the output that made it, so a read after a completed wait is never stale.
         generation = pane.screen_generation
@@ -59,11 +59,16 @@ async def read(rt: Runtime, params: Params) -> Result:
             lambda rid: m.ReadScreen(request_id=rid, lines=lines, max_bytes=READ_MAX_BYTES),
         )
         assert isinstance(answer, m.ScreenRead)
-        reply = answer
+        kept = KeptRead(answer)
         if pane.screen_generation == generation:
             if len(pane.reads) >= READS_KEPT:
                 pane.reads.clear()  # a client varying `lines` must not pile up answers
-            pane.reads[lines] = reply
+            pane.reads[lines] = kept
+    return kept
+
+
+def _screen_part(pane: Pane, lines: int, reply: m.ScreenRead) -> Result:
+    """What a read answer says about the screen: unchanged until the screen changes."""
     return {
         **pane_ids(pane),
         "text": "\n".join(reply.lines),
@@ -72,11 +77,36 @@ async def read(rt: Runtime, params: Params) -> Result:
         "returned_lines": len(reply.lines),
         "history_available": reply.history_available,
         "truncated": reply.truncated,
+    }
+
+
+def _state_part(pane: Pane) -> Result:
+    """What a read answer says about the pane's state: built for every answer."""
+    return {
         "task_state": pane.tracker.state,
         "state_change_seq": pane.tracker.seq,
         "exited": pane.exited,
         "exit_reason": pane.exit_reason,
     }
+
+
+async def read_result(rt: Runtime, params: Params) -> Result:
+    """pane.read's result as a dict (agent.read adds the agent's identity to it)."""
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    lines = params.get("lines", READ_DEFAULT_LINES)
+    kept = await _kept_read(rt, pane, lines)
+    return {**_screen_part(pane, lines, kept.reply), **_state_part(pane)}
+
+
+async def read(rt: Runtime, params: Params) -> EncodedResult:
+    """pane.read: the screen part's JSON is encoded once per kept answer (a 24x80 screen is
+    most of the line), the pane's state part for every answer."""
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    lines = params.get("lines", READ_DEFAULT_LINES)
+    kept = await _kept_read(rt, pane, lines)
+    if kept.head is None:
+        kept.head = dump_value(_screen_part(pane, lines, kept.reply))[:-1]  # without its "}"
+    return EncodedResult(kept.head + b"," + dump_value(_state_part(pane))[1:])
 
 
 def _still_there(rt: Runtime, pane: Pane, extra: dict[str, Any]) -> None:
@@ -210,7 +240,7 @@ async def run(rt: Runtime, params: Params) -> Result:
     }
 
 
-METHODS: Mapping[str, Handler] = {
+METHODS: Mapping[str, Method] = {
     "pane.prompt": prompt,
     "pane.read": read,
     "pane.wait": wait,
