@@ -60,7 +60,7 @@ def text_rows(data: bytes, cols: int, whole_lines: bool) -> list[tuple[str, bool
     ``whole_lines``: ``data`` ends with a line end (no row follows it); otherwise its last,
     unfinished line makes the last rows.
     """
-    text = _SGR.sub(b"", data).decode("ascii")
+    text = (_SGR.sub(b"", data) if b"\x1b" in data else data).decode("ascii")
     lines = text.split("\r\n")
     breaks = len(lines) - 1
     if text.count("\n") != breaks:

@@ -29,6 +29,9 @@ _OSC_INTRO = b"\x1b]"
 _ST_C0 = b"\x1b\\"
 _TITLE_CODES = frozenset({b"0", b"1", b"2"})
 _TERMINATOR = re.compile(rb"[\x07\x1b\x9c]")
+# A compiled search finds ESC ] about 3x faster than `in`/`find`, whose two-byte search is
+# slow in CPython (every PTY chunk is scanned; a lone ESC is found with memchr first).
+_OSC_INTRO_SEARCH = re.compile(re.escape(_OSC_INTRO)).search
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +115,9 @@ class OscScanner:
 
     def feed(self, data: bytes) -> list[bytes | OscEvent]:
         """Scan one chunk and return what can be passed on now, in stream order."""
-        if self._state is _State.TEXT and _OSC_INTRO not in data and not data.endswith(b"\x1b"):
+        if self._state is _State.TEXT and (
+            b"\x1b" not in data or (_OSC_INTRO_SEARCH(data) is None and not data.endswith(b"\x1b"))
+        ):
             return [data] if data else []
         out = _Output()
         pos = 0
@@ -139,7 +144,8 @@ class OscScanner:
         self._body = bytearray(_OSC_INTRO)
 
     def _scan_text(self, data: bytes, pos: int, out: _Output) -> int:
-        start = data.find(_OSC_INTRO, pos)
+        found = _OSC_INTRO_SEARCH(data, pos)
+        start = found.start() if found else -1
         if start >= 0:
             out.add_bytes(data[pos:start])
             self._start_body()
