@@ -42,6 +42,9 @@ from workers.shells import launch_spec
 SPARE_DELAY_S = 0.01
 """How long after handing out the spare the next one is forked: not while the new pane's
 worker and shell are starting on the same cores."""
+SPARE_RETRY_S = 1.0
+"""How long after a failed fork, or a spare that died unused, the next one is tried (a spare
+that cannot start, say a vanished endpoint, must not become a fork loop)."""
 
 
 def _read_line(fd: int) -> bytes:
@@ -130,10 +133,13 @@ class ForkServer:
         return pid, config_w
 
     def refill(self) -> None:
-        """Fork the next spare (a failed fork only means the next pane forks on request)."""
-        if self.spare is None:
-            with contextlib.suppress(OSError):
+        """Fork the next spare when it is due (a failed fork only means the next pane forks
+        on request)."""
+        if self.spare is None and time.monotonic() >= self.refill_at:
+            try:
                 self.spare = self.fork_child()
+            except OSError:
+                self.refill_at = time.monotonic() + SPARE_RETRY_S
 
     def spawn(self, request: dict[str, Any]) -> None:
         line = json.dumps(request).encode() + b"\n"
@@ -168,6 +174,7 @@ class ForkServer:
             if self.spare is not None and self.spare[0] == pid:
                 os.close(self.spare[1])  # died unused: nobody needs to hear of it
                 self.spare = None
+                self.refill_at = time.monotonic() + SPARE_RETRY_S
                 continue
             code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
             self.reply({"exited": pid, "returncode": code})
@@ -204,7 +211,7 @@ class ForkServer:
                     self.reap()
                 elif not self.on_requests():
                     running = False
-            if running and time.monotonic() >= self.refill_at:
+            if running:
                 self.refill()
         if self.spare is not None:
             os.close(self.spare[1])  # the spare reads EOF and exits
