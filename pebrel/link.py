@@ -60,6 +60,9 @@ class Link(asyncio.Protocol):
             self.close()
             return
         for message in messages:
+            if isinstance(message, m.MessageError):
+                logger.warning("unreadable message on the frontend link dropped: %s", message)
+                continue
             try:
                 self.on_message(message)
             except Exception:

@@ -410,12 +410,19 @@ class StreamDecoder:
             raw=False, strict_map_key=False, max_buffer_size=2**31 - 1
         )
 
-    def feed(self, data: bytes) -> list[Message]:
-        """The messages ``data`` completed; MessageError if the stream holds a bad one (the
-        stream cannot be trusted after that)."""
+    def feed(self, data: bytes) -> list[Message | MessageError]:
+        """What ``data`` completed, in order: each message, or the MessageError of one that is
+        msgpack but no known record (the stream goes on). Raises MessageError if the bytes are
+        not msgpack: the stream cannot be trusted after that."""
         try:
             self._unpacker.feed(data)
             bodies = list(self._unpacker)
         except Exception as exc:  # msgpack raises several unrelated types
             raise MessageError("stream is not msgpack") from exc
-        return [_from_body(body) for body in bodies]
+        out: list[Message | MessageError] = []
+        for body in bodies:
+            try:
+                out.append(_from_body(body))
+            except MessageError as exc:
+                out.append(exc)
+        return out

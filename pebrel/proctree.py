@@ -27,6 +27,7 @@ def _prctl(option: int, value: int) -> bool:
 #: sched_setattr(2) syscall numbers (glibc has no wrapper).
 _SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274, "arm64": 274}
 _SCHED_FLAG_RESET_ON_FORK = 0x01
+_SCHED_RESET_ON_FORK = 0x40000000  # or-ed into sched_getscheduler()'s answer
 
 
 class _SchedAttr(ctypes.Structure):
@@ -48,7 +49,7 @@ def request_short_slice(slice_ns: int = 100_000) -> bool:
     For a process that runs for microseconds per message and then sleeps (the router, the
     frontend adapter): with every core busy (pane workers ingesting a flood), a waking
     short-slice task gets an earlier deadline and preempts at once instead of waiting out a
-    busy task's slice. Same policy (SCHED_OTHER), same nice, no privilege needed; children get
+    busy task's slice. Same policy (kept), same nice, no privilege needed; children get
     the default slice back (reset-on-fork). Older kernels ignore the request; False where the
     call is not available.
     """
@@ -59,7 +60,8 @@ def request_short_slice(slice_ns: int = 100_000) -> bool:
         return False
     attr = _SchedAttr(
         size=ctypes.sizeof(_SchedAttr),
-        sched_policy=0,  # SCHED_OTHER
+        # The policy it has (SCHED_FLAG_KEEP_POLICY would also drop reset-on-fork).
+        sched_policy=os.sched_getscheduler(0) & ~_SCHED_RESET_ON_FORK,
         sched_flags=_SCHED_FLAG_RESET_ON_FORK,
         sched_nice=os.getpriority(os.PRIO_PROCESS, 0),
         sched_runtime=slice_ns,

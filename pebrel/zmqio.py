@@ -1,4 +1,5 @@
-"""ZeroMQ helpers shared by the router, the frontend adapter and the pane workers.
+"""ZeroMQ helpers shared by the router and the pane workers (the frontend adapter talks to the
+router over the frontend link, pebrel/link.py).
 
 The actor sockets are plain (not zmq.asyncio) sockets read from the event loop with
 ``loop.add_reader`` on their FD. That FD is edge-triggered and only says "something changed",

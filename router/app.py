@@ -1,4 +1,5 @@
-"""The router process: state owner, ZeroMQ ROUTER for workers and the frontend, dispatch."""
+"""The router process: state owner, dispatch; a ZeroMQ ROUTER for the pane workers, the
+frontend link (pebrel/link.py) for the frontend adapter."""
 
 from __future__ import annotations
 
@@ -152,6 +153,11 @@ class RouterApp:
         self.drain_scheduled = True  # sends from handlers need not schedule another drain
         try:
             for (identity, _), message in incoming(self.sock, frames=2):
+                if identity == FRONTEND_ID:
+                    # The adapter speaks over the frontend link only: a ZeroMQ peer that
+                    # claims its identity is not it.
+                    logger.warning("message from a ZeroMQ peer named like the frontend dropped")
+                    continue
                 try:
                     self.handle(identity, message)
                 except Exception:

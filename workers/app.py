@@ -82,7 +82,8 @@ class Worker:
             argv, integrated = spec.argv, spec.integrated
             env.update(spec.env)
         self.integrated = integrated
-        # Start the shell before any zmq context or thread exists (TRAPS: never fork with one).
+        # posix_spawn does not fork, so a spare's ZeroMQ context and I/O thread may exist
+        # already (TRAPS: never fork with one; the ptyprocess fallback gets no spare context).
         self.pty = PosixPty(argv, env, config.cwd, config.cols, config.rows)
         try:
             if on_spawned is not None:

@@ -13,8 +13,8 @@ the spare's pipe and a new spare is forked afterwards. Protocol, one JSON object
   worker -> router (the same stdout pipe, written by the new worker itself once its shell runs,
   so the answer does not wait for this process to be scheduled):
                               {"id": N, "shell_pid": S, "integrated": B}
-                              {"id": N, "shell_pid": null}  (it could not start the shell; its
-                              PaneStartFailed follows over ZeroMQ)
+                              {"id": N, "shell_pid": null, "integrated": false}  (it could not
+                              start the shell; its PaneStartFailed follows over ZeroMQ)
   server -> router:           {"exited": P, "returncode": C}  (C < 0: killed by signal -C)
 Every line is one write() of less than PIPE_BUF bytes, so lines from different processes never
 interleave. It reaps its own children (pane workers and the spare) and exits when its stdin
@@ -56,6 +56,14 @@ def _read_line(fd: int) -> bytes:
             return b""
         data += chunk
     return data.split(b"\n", 1)[0]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to a blocking pipe (a config larger than the pipe's 64 KiB is
+    written as the child reads it; a signal can cut a write short)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _child(
@@ -105,6 +113,8 @@ class ForkServer:
         os.set_blocking(self.wakeup_w, False)
         self.buffer = b""
         self.children: set[int] = set()
+        #: Children that never got a pane (a spare that died first): their exit is not news.
+        self.unreported: set[int] = set()
         #: The child forked ahead of time: (pid, write end of its config pipe).
         self.spare: tuple[int, int] | None = None
         self.refill_at = 0.0  # time.monotonic() when the next spare is forked
@@ -153,9 +163,10 @@ class ForkServer:
                 self.reply({"id": request.get("id"), "error": str(exc)})
                 return
             try:
-                os.write(config_w, line)  # a pipe holds 64 KiB: a config is a few KiB
+                _write_all(config_w, line)
             except OSError:
-                continue  # that spare died unused: take a new child
+                self.unreported.add(pid)  # that spare died unused: take a new child
+                continue
             finally:
                 os.close(config_w)
             self.reply({"id": request.get("id"), "pid": pid})
@@ -175,6 +186,9 @@ class ForkServer:
                 os.close(self.spare[1])  # died unused: nobody needs to hear of it
                 self.spare = None
                 self.refill_at = time.monotonic() + SPARE_RETRY_S
+                continue
+            if pid in self.unreported:
+                self.unreported.discard(pid)
                 continue
             code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
             self.reply({"exited": pid, "returncode": code})

@@ -64,3 +64,18 @@ def test_requests_right_after_a_split_reach_the_new_pane(runtime: Runtime) -> No
     for pane_id in created:
         assert runtime.run(pane_id, f"echo started-{pane_id}")["exit_code"] == 0
         assert f"started-{pane_id}" in runtime.read_text(pane_id)
+
+
+def test_a_pane_config_larger_than_a_pipe_reaches_the_spare(runtime_env: dict[str, str]) -> None:
+    """R3.4: the fork server hands a new pane's config (the runtime's environment included)
+    to its spare through a 64 KiB pipe; a 240 KB environment arrives whole, in every pane."""
+    big = {f"BIG_ENV_{i}": str(i) * 60_000 for i in range(4)}  # one string < 128 KiB
+    script = 'printf %s "$BIG_ENV_0$BIG_ENV_1$BIG_ENV_2$BIG_ENV_3"'
+    with started_runtime({**runtime_env, **big}) as rt:
+        split = rt.ok("pane.split", {"pane_id": 1, "direction": "down"})
+        for pane_id in (1, split["pane_id"]):
+            result = rt.ok(
+                "pane.exec", {"pane_id": pane_id, "argv": ["sh", "-c", script + " | wc -c"]}
+            )
+            assert result["exit_code"] == 0
+            assert result["stdout"].strip() == str(sum(map(len, big.values())))
