@@ -9,7 +9,6 @@ Every read first settles output the ingestion path still holds back.
 from __future__ import annotations
 
 import itertools
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from operator import itemgetter
@@ -125,7 +124,7 @@ class PaneScreen:
         rows: Iterable[tuple[str, bool]] = reversed(visible)
         if not alt:
             rows = itertools.chain(rows, reversed(screen.history))
-        return _logical_read(rows, lines, max_bytes, 0 if alt else _count_logical(screen.history))
+        return _logical_read(rows, lines, max_bytes, 0 if alt else screen.history.logical_lines())
 
     def _read_held(self, held: list[tuple[str, bool]], lines: int, max_bytes: int) -> ReadResult:
         """A read of held rows over a blank screen, as if they had been applied: the last
@@ -142,7 +141,7 @@ class PaneScreen:
         rows = itertools.chain(reversed(visible), older)
         evicted = len(history) + len(gained) - kept  # the oldest rows, history's first
         if evicted <= len(history):
-            wrapped = sum(map(itemgetter(1), gained)) + sum(map(itemgetter(1), history))
+            wrapped = sum(map(itemgetter(1), gained)) + history.wrapped
             wrapped -= sum(map(itemgetter(1), itertools.islice(history, evicted)))
         else:
             wrapped = sum(map(itemgetter(1), gained[evicted - len(history) :]))
@@ -195,12 +194,3 @@ def _logical_read(
             break
     newest_first.reverse()
     return ReadResult(newest_first, history_available, truncated)
-
-
-def _count_logical(history: deque[tuple[str, bool]]) -> int:
-    """Count logical lines starting in scrollback (the oldest row always starts one)."""
-    if not history:
-        return 0
-    continuing: int = sum(map(itemgetter(1), history))
-    # Every row that follows a wrapped row continues a line, except past the newest row.
-    return len(history) - continuing + (1 if history[-1][1] else 0)

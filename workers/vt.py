@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +23,8 @@ from typing import Any
 import pyte
 from pyte import charsets, modes
 from pyte.screens import Char, Cursor, StaticDefaultDict
+
+from workers.history import History
 
 DECCKM = 1 << 5
 BRACKETED_PASTE = 2004 << 5
@@ -80,7 +82,7 @@ class TrackedScreen(pyte.Screen):
         write_back: Callable[[bytes], None] | None,
         fast_draw: bool = True,
     ) -> None:
-        self.history: deque[tuple[str, bool]] = deque(maxlen=scrollback_lines)
+        self.history = History(scrollback_lines)
         self.scrolled_total = 0
         self.wrapped: list[bool] = [False] * rows
         self.main_saved: _MainSaved | None = None

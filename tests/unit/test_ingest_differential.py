@@ -85,6 +85,8 @@ def _observe(run: Run) -> dict[str, Any]:
         return out
 
     saved = screen.main_saved
+    # The scrollback's running count of wrapped rows (what reads report from) is exact.
+    assert screen.history.wrapped == sum(flag for _, flag in screen.history)
     return {
         "size": (screen.columns, screen.lines),
         "cells": cells(screen.buffer),
