@@ -11,6 +11,7 @@ enum operation: the hot paths use these plain ints.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 
 import zmq
@@ -24,19 +25,19 @@ POLLIN = int(zmq.POLLIN)
 NOBLOCK = int(zmq.NOBLOCK)
 
 
-def worker_identity(worker_pid: int) -> bytes:
-    """A pane worker's identity at the router's socket: its pid, not its pane (a spare worker
-    connects before it has a pane)."""
-    return b"p%d" % worker_pid
+def worker_identity() -> bytes:
+    """A new pane worker's identity at the router's socket: unique to this process (its pid and
+    random bits), not its pane, since a spare worker connects before it has a pane. The router
+    learns it from the routing frame of the worker's PaneStarted; a message meant for a dead
+    worker can never reach a later process that got the same pid."""
+    return b"w%d.%s" % (os.getpid(), os.urandom(4).hex().encode())
 
 
-def connect_worker(
-    ctx: zmq.Context[zmq.SyncSocket], endpoint: str, worker_pid: int
-) -> zmq.SyncSocket:
+def connect_worker(ctx: zmq.Context[zmq.SyncSocket], endpoint: str) -> zmq.SyncSocket:
     """A pane worker's DEALER socket, connected to the router."""
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 2000)
-    sock.setsockopt(zmq.IDENTITY, worker_identity(worker_pid))
+    sock.setsockopt(zmq.IDENTITY, worker_identity())
     sock.connect(endpoint)
     return sock
 

@@ -196,7 +196,7 @@ class RouterApp:
                 self.frontend_port.set_result(message.port)
             return
         logger.debug("worker fact %s", message)
-        self.rt.on_worker_message(message)
+        self.rt.on_worker_message(message, identity)
 
     async def dispatch(self, request: m.HandleRequest) -> None:
         logger.debug("request %s %s", request.method, request.params)

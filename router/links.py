@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
-from pebrel.zmqio import worker_identity
 
 logger = logging.getLogger(__name__)
 
@@ -44,10 +43,9 @@ class WorkerLink:
     pending: dict[int, asyncio.Future[m.Message]] = field(default_factory=dict)
     dead: bool = False
     gone: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def identity(self) -> bytes:
-        return worker_identity(self.proc.pid)
+    #: The worker's ZeroMQ identity, from the routing frame of its PaneStarted (nothing is
+    #: sent to a worker before that: requests wait for ``started``).
+    identity: bytes = b""
 
 
 async def request(

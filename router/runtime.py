@@ -112,7 +112,8 @@ class Runtime:
         return cwd
 
     # -- worker events ---------------------------------------------------------------------------
-    def on_worker_message(self, message: m.Message) -> None:
+    def on_worker_message(self, message: m.Message, identity: bytes = b"") -> None:
+        """A fact from a pane worker; ``identity`` is the ZeroMQ peer that sent it."""
         if isinstance(message, m.PaneStarted | m.PaneStartFailed):
             key = (message.window_id, message.pane_id)
             link = self.links.get(key)
@@ -123,10 +124,10 @@ class Runtime:
                 starting.integrated = message.integrated
                 starting.tracker.integrated = message.integrated
             if link is not None and not link.started.done():
-                if isinstance(message, m.PaneStarted) and not link.proc.pid:
-                    # Before the fork server's reply was handled: the worker's identity is
-                    # its pid, needed to send it anything.
-                    link.proc.pid = message.worker_pid
+                if isinstance(message, m.PaneStarted):
+                    link.identity = identity
+                    if not link.proc.pid:  # before the fork server's reply was handled
+                        link.proc.pid = message.worker_pid
                 link.started.set_result(message)
             return
         if isinstance(

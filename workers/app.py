@@ -357,7 +357,7 @@ class Worker:
             self.ctx = zmq.Context()
         # A plain socket read from the loop's selector: zmq.asyncio's futures cost ~10 us a call.
         if self.sock is None:
-            self.sock = connect_worker(self.ctx, self.config.endpoint, os.getpid())
+            self.sock = connect_worker(self.ctx, self.config.endpoint)
         sock = self.sock
         self.send(
             m.PaneStarted(

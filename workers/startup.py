@@ -56,7 +56,7 @@ def prepare(endpoint: str | None) -> Prepared:
     ctx = sock = None
     if endpoint and hasattr(os, "posix_spawn"):
         ctx = zmq.Context()
-        sock = connect_worker(ctx, endpoint, os.getpid())
+        sock = connect_worker(ctx, endpoint)
     return Prepared(asyncio.new_event_loop(), ctx, sock)
 
 
@@ -101,7 +101,7 @@ def run_worker(
         ctx = prepared.ctx if prepared and prepared.ctx else zmq.Context()
         sock = prepared.sock if prepared and prepared.sock else None
         if sock is None:
-            sock = connect_worker(ctx, config.endpoint, os.getpid())
+            sock = connect_worker(ctx, config.endpoint)
         sock.send(
             m.encode(
                 m.PaneStartFailed(

@@ -8,10 +8,12 @@ and tests/e2e/test_robustness.py; these pin the orderings a real run cannot forc
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import pytest
 
+from pebrel.zmqio import worker_identity
 from router.forkserver import ForkServer, SpawnReply, _Spawn
 
 pytestmark = pytest.mark.timeout(30)
@@ -103,3 +105,11 @@ def test_lines_for_unknown_spawns_are_ignored() -> None:
         assert not spawn.fut.done() and exits == []
 
     _run(test)
+
+
+def test_worker_identities_are_unique_to_the_process_start() -> None:
+    """A worker is addressed by an identity of its own, never by its pane or a bare pid: a
+    message meant for a dead worker cannot reach a later process with the same pid."""
+    first, second = worker_identity(), worker_identity()
+    assert first != second
+    assert first.startswith(b"w%d." % os.getpid())
