@@ -8,6 +8,7 @@ bench/tmux_side.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -43,6 +44,14 @@ class Bench:
     def start(self) -> None:
         self.tmux.start()
         self.pebrel.start()
+
+    def close_windows(self, pebrel: list[int], tmux: list[str]) -> None:
+        """Close a phase's windows on both sides; a Pebrel window that fails to close is left."""
+        for window_id in pebrel:
+            with contextlib.suppress(Exception):
+                self.pebrel.close_window(window_id)
+        for tmux_window in tmux:
+            self.tmux.kill_window(tmux_window)
 
     def close(self) -> list[str]:
         problems: list[str] = []

@@ -96,9 +96,7 @@ def creation(run: Run) -> None:
                 run.pair(rep + i, pebrel_side, tmux_side)
             log(f"  creation rep {rep + 1}/{cfg.reps}")
     finally:
-        with contextlib.suppress(Exception):
-            b.pebrel.close_window(ppane.window_id)
-        b.tmux.kill_window(tpane.window_id)
+        b.close_windows([ppane.window_id], [tpane.window_id])
 
 
 # --------------------------------------------------------------------------- 4. read latency
@@ -208,9 +206,7 @@ def reads(run: Run) -> None:
                     steps[(rep + i + k) % 3]()
             log(f"  read rep {rep + 1}/{cfg.reps}")
     finally:
-        with contextlib.suppress(Exception):
-            b.pebrel.close_window(ppane.window_id)
-        b.tmux.kill_window(tpane.window_id)
+        b.close_windows([ppane.window_id], [tpane.window_id])
 
 
 # --------------------------------------------------------------------------- 5. round trip
@@ -253,16 +249,6 @@ def round_trip(run: Run) -> None:
         return _ms(start)
 
     try:
-        for rep in range(cfg.reps):
-            row.start_rep()
-            for i in range(cfg.round_trips):
-                run.pair(
-                    rep + i,
-                    lambda: run.sample(row, "pebrel", p_once),
-                    lambda: run.sample(row, "other", t_once),
-                )
-            log(f"  round trip rep {rep + 1}/{cfg.reps}")
+        run.sample_pairs(row, cfg.round_trips, p_once, t_once, "round trip")
     finally:
-        with contextlib.suppress(Exception):
-            b.pebrel.close_window(ppane.window_id)
-        b.tmux.kill_window(tpane.window_id)
+        b.close_windows([ppane.window_id], [tpane.window_id])

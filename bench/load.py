@@ -20,6 +20,7 @@ import functools
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import TypeVar
 
 import psutil
 
@@ -43,6 +44,8 @@ from bench.tmux_side import TmuxPane
 
 WARMUP_S = 0.5
 SETUP_TIMEOUT_S = 300.0
+
+W = TypeVar("W", int, str)  # a window id: Pebrel's int, tmux's "@N"
 
 
 # --------------------------------------------------------------------------- the two turns
@@ -73,6 +76,24 @@ def _turn_note(load: Load, who: str, rep: int, timing: tuple[int, float, float],
     )
 
 
+def _end_turn(
+    load: Load,
+    watch: Stopwatch,
+    who: str,
+    close: Callable[[W], None],
+    windows: list[W],
+    processes: Callable[[], list[psutil.Process]],
+) -> None:
+    """After a turn: close its windows, then wait until its flood is gone and the side idle."""
+    for window_id in windows:
+        with contextlib.suppress(Exception), deadline(30.0):
+            close(window_id)
+    watch.lap("close")
+    _wait_quiet(load, who, processes)
+    watch.lap("quiet")
+    watch.log()
+
+
 def _pebrel_turn(load: Load, rep: int) -> None:
     b, cfg = load.bench, load.run.config
     windows: list[int] = []
@@ -101,13 +122,7 @@ def _pebrel_turn(load: Load, rep: int) -> None:
         _turn_note(load, "Pebrel", rep, timing, cats)
         load.turns[-1] += f", {len(procs)} runtime processes, USS {_uss_mib(procs):.0f} MiB"
     finally:
-        for window_id in windows:
-            with contextlib.suppress(Exception), deadline(30.0):
-                b.pebrel.close_window(window_id)
-        watch.lap("close")
-        _wait_quiet(load, "Pebrel", b.pebrel.processes)
-        watch.lap("quiet")
-        watch.log()
+        _end_turn(load, watch, "Pebrel", b.pebrel.close_window, windows, b.pebrel.processes)
 
 
 def _tmux_turn(load: Load, rep: int) -> None:
@@ -135,13 +150,7 @@ def _tmux_turn(load: Load, rep: int) -> None:
         _turn_note(load, "tmux", rep, timing, cats)
         load.turns[-1] += f", server + shells USS {_uss_mib(procs):.0f} MiB"
     finally:
-        for window_id in windows:
-            with contextlib.suppress(Exception), deadline(30.0):
-                b.tmux.kill_window(window_id)
-        watch.lap("close")
-        _wait_quiet(load, "tmux", lambda: _tmux_processes(load))
-        watch.lap("quiet")
-        watch.log()
+        _end_turn(load, watch, "tmux", b.tmux.kill_window, windows, lambda: _tmux_processes(load))
 
 
 # --------------------------------------------------------------------------- the phase

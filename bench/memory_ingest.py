@@ -5,7 +5,6 @@ history)."""
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import time
 from collections.abc import Callable
@@ -100,9 +99,7 @@ def ingestion(run: Run) -> None:
                 path.unlink()
             log(f"  ingest rep {rep + 1}/{cfg.reps}")
     finally:
-        with contextlib.suppress(Exception):
-            b.pebrel.close_window(ppane.window_id)
-        b.tmux.kill_window(tpane.window_id)
+        b.close_windows([ppane.window_id], [tpane.window_id])
 
 
 # --------------------------------------------------------------------------- 2. memory
@@ -138,11 +135,31 @@ def memory(run: Run) -> None:
     try:
         _memory_reps(run, rows, body, server, keep_p, keep_t)
     finally:
-        for window_id in keep_p:
-            with contextlib.suppress(Exception):
-                b.pebrel.close_window(window_id)
-        for tmux_window in keep_t:
-            b.tmux.kill_window(tmux_window)
+        b.close_windows(keep_p, keep_t)
+
+
+def _sample_pane(
+    run: Run,
+    rows: list[Row],
+    side: str,
+    idle: Callable[[], float],
+    full: Callable[[], float],
+    holder: dict[str, Any],
+    keep: list[Any],
+) -> None:
+    """One side's pane: the idle then the full sample (each returns the USS and leaves the PSS
+    in `holder`); the pane's window is kept open until the phase ends."""
+    r_uss, r_pss, h_uss, h_pss = rows
+    try:
+        run.sample(r_uss, side, idle)
+        if "pss" in holder:
+            r_pss.add(side, holder["pss"])
+        run.sample(h_uss, side, full)
+        if "pss_full" in holder:
+            h_pss.add(side, holder["pss_full"])
+    finally:
+        if "pane" in holder:
+            keep.append(holder["pane"].window_id)
 
 
 def _memory_reps(
@@ -179,16 +196,7 @@ def _memory_reps(
                 holder["pss_full"] = pss
                 return uss
 
-            try:
-                run.sample(r_uss, "pebrel", idle)
-                if "pss" in holder:
-                    r_pss.add("pebrel", holder["pss"])
-                run.sample(h_uss, "pebrel", full)
-                if "pss_full" in holder:
-                    h_pss.add("pebrel", holder["pss_full"])
-            finally:
-                if "pane" in holder:
-                    keep_p.append(holder["pane"].window_id)
+            _sample_pane(run, rows, "pebrel", idle, full, holder, keep_p)
 
         def tmux_side(marker: str = marker, path: Any = path) -> None:
             holder: dict[str, Any] = {}
@@ -215,16 +223,7 @@ def _memory_reps(
                 holder["pss_full"] = pss - base_pss + s_pss
                 return float(uss - base_uss + s_uss)
 
-            try:
-                run.sample(r_uss, "other", idle)
-                if "pss" in holder:
-                    r_pss.add("other", holder["pss"])
-                run.sample(h_uss, "other", full)
-                if "pss_full" in holder:
-                    h_pss.add("other", holder["pss_full"])
-            finally:
-                if "pane" in holder:
-                    keep_t.append(holder["pane"].window_id)
+            _sample_pane(run, rows, "other", idle, full, holder, keep_t)
 
         run.pair(rep, pebrel_side, tmux_side)
         path.unlink()

@@ -17,7 +17,7 @@ from typing import Any
 
 import psutil
 
-from bench.common import COLS, ROWS, BenchError
+from bench.common import COLS, ROWS, BenchError, run_command
 from pebrel.client import Client
 
 
@@ -54,15 +54,7 @@ class PebrelSide:
         self.started = False
 
     def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [self.exe, *args],
-            env=self.env,
-            cwd=self.cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
+        return run_command([self.exe, *args], self.env, self.cwd, timeout)
 
     def start(self) -> None:
         self.started = True

@@ -110,6 +110,25 @@ class Run:
         for step in (a, b) if index % 2 == 0 else (b, a):
             step()
 
+    def sample_pairs(
+        self,
+        row: Row,
+        count: int,
+        pebrel: Callable[[], float],
+        other: Callable[[], float],
+        what: str,
+    ) -> None:
+        """Every repetition: `count` paired samples of `row`, then a progress line."""
+        for rep in range(self.config.reps):
+            row.start_rep()
+            for i in range(count):
+                self.pair(
+                    rep + i,
+                    lambda: self.sample(row, "pebrel", pebrel),
+                    lambda: self.sample(row, "other", other),
+                )
+            log(f"  {what} rep {rep + 1}/{self.config.reps}")
+
     def setup(self, rows: list[Row], what: str, fn: Callable[[], Any]) -> Any:
         try:
             with deadline(max(self.config.sample_timeout_s, 300.0)):

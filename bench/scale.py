@@ -166,21 +166,9 @@ def snapshot(run: Run) -> None:
             b.tmux.command("list-panes -a")
             return _ms(start)
 
-        for rep in range(cfg.reps):
-            row.start_rep()
-            for i in range(cfg.snapshots):
-                run.pair(
-                    rep + i,
-                    lambda: run.sample(row, "pebrel", p_once),
-                    lambda: run.sample(row, "other", t_once),
-                )
-            log(f"  snapshot rep {rep + 1}/{cfg.reps}")
+        run.sample_pairs(row, cfg.snapshots, p_once, t_once, "snapshot")
     finally:
-        for window_id in pebrel_windows:
-            with contextlib.suppress(Exception):
-                b.pebrel.close_window(window_id)
-        for tmux_window in tmux_windows:
-            b.tmux.kill_window(tmux_window)
+        b.close_windows(pebrel_windows, tmux_windows)
 
 
 # --------------------------------------------------------------------------- 8. fan-out

@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import COLS, HISTORY_LINES, ROWS, BenchError
+from bench.common import COLS, HISTORY_LINES, ROWS, BenchError, run_command
 
 TMUX_CONF = f"""\
 set -g default-shell /bin/bash
@@ -114,15 +114,7 @@ class TmuxSide:
         self._signals = 0
 
     def cli(self, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*self.base, *args],
-            env=self.env,
-            cwd=self.cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
+        return run_command([*self.base, *args], self.env, self.cwd, timeout)
 
     def start(self) -> None:
         self.version = subprocess.run(

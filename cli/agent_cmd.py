@@ -27,7 +27,7 @@ from cli.output import (
     wait_timeout_s,
     window_option,
 )
-from cli.pane_cmd import WAIT_STATES, read_paste_text
+from cli.pane_cmd import WAIT_STATES, read_paste_text, submission_wait_option
 
 #: agent.start's default `ready_timeout_ms` (the runtime applies the same).
 READY_DEFAULT_TIMEOUT_MS = 60_000
@@ -37,14 +37,8 @@ generation_option = click.option(
     type=click.IntRange(min=1),
     help="Refuse unless the agent is still this generation (agent_exited / agent_replaced).",
 )
-wait_option = click.option(
-    "--wait",
-    "wait_state",
-    is_flag=False,
-    flag_value="settled",
-    default=None,
-    type=WAIT_STATES,
-    help="Then wait for STATE (default settled: the turn ended) after this submission.",
+wait_option = submission_wait_option(
+    "Then wait for STATE (default settled: the turn ended) after this submission."
 )
 
 

@@ -22,6 +22,7 @@ from cli.pane_cmd import (
     key_params,
     modifier_options,
     read_paste_text,
+    submission_wait_option,
 )
 
 pane_option = click.option("--pane", "pane_id", type=click.IntRange(min=1), required=True)
@@ -153,9 +154,7 @@ def split(
 @pane_option
 @click.option("--text", required=True)
 @click.option("--no-submit", is_flag=True)
-@click.option(
-    "--wait", "wait_state", is_flag=False, flag_value="settled", default=None, type=WAIT_STATES
-)
+@submission_wait_option()
 @click.option("--timeout-ms", type=click.IntRange(min=0))
 @pretty_option
 def prompt(
@@ -228,9 +227,7 @@ def send_key(
 @click.option("--stdin", "from_stdin", is_flag=True)
 @click.option("--from-file", type=click.Path(dir_okay=False))
 @click.option("--no-submit", is_flag=True)
-@click.option(
-    "--wait", "wait_state", is_flag=False, flag_value="settled", default=None, type=WAIT_STATES
-)
+@submission_wait_option()
 @click.option("--timeout-ms", type=click.IntRange(min=0))
 @pretty_option
 def paste(

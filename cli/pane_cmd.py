@@ -25,19 +25,27 @@ from cli.output import (
     window_option,
 )
 
+CommandFunc = TypeVar("CommandFunc", bound=Callable[..., Any])
 WAIT_STATES = click.Choice(
     ["settled", "idle", "running", "completed", "failed", "attention", "waiting_input"]
 )
 pane_arg = click.argument("pane_id", type=click.IntRange(min=1))
-wait_option = click.option(
-    "--wait",
-    "wait_state",
-    is_flag=False,
-    flag_value="settled",
-    default=None,
-    type=WAIT_STATES,
-    help="Then wait for STATE (default settled) after this submission.",
-)
+
+
+def submission_wait_option(help: str | None = None) -> Callable[[CommandFunc], CommandFunc]:
+    """``--wait [STATE]``: after a submission, wait for STATE (settled when given bare)."""
+    return click.option(
+        "--wait",
+        "wait_state",
+        is_flag=False,
+        flag_value="settled",
+        default=None,
+        type=WAIT_STATES,
+        help=help,
+    )
+
+
+wait_option = submission_wait_option("Then wait for STATE (default settled) after this submission.")
 
 
 @click.group(
@@ -209,7 +217,6 @@ def focus(pane_id: int, window_id: int | None, pretty: bool) -> None:
     call("window.focus", prune(window_id=window_id, pane_id=pane_id), pretty)
 
 
-CommandFunc = TypeVar("CommandFunc", bound=Callable[..., Any])
 KEY_HELP = (
     "KEY: enter, tab, escape, backspace, up, down, left, right, home, end, page_up, page_down, "
     "delete, insert, space, f1-f12, or a letter a-z (letters need --control)."

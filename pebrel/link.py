@@ -40,8 +40,9 @@ class Link(asyncio.Protocol):
 
     def send(self, message: m.Message) -> bool:
         """Write one message; False if the link is closed (the message is dropped)."""
-        if self.transport is None or self.transport.is_closing():
+        if not self.open:
             return False
+        assert self.transport is not None
         self.transport.write(m.encode(message))
         return True
 

@@ -10,9 +10,11 @@ enum operation: the hot paths use these plain ints.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import zmq
 
@@ -40,6 +42,42 @@ def connect_worker(ctx: zmq.Context[zmq.SyncSocket], endpoint: str) -> zmq.SyncS
     sock.setsockopt(zmq.IDENTITY, worker_identity())
     sock.connect(endpoint)
     return sock
+
+
+def worker_connection(
+    ctx: zmq.Context[zmq.SyncSocket] | None, sock: zmq.SyncSocket | None, endpoint: str
+) -> tuple[zmq.Context[zmq.SyncSocket], zmq.SyncSocket]:
+    """A worker's context and router socket: the ones it made ahead of time, else new ones."""
+    ctx = ctx if ctx is not None else zmq.Context()
+    return ctx, sock if sock is not None else connect_worker(ctx, endpoint)
+
+
+class Inbox:
+    """When to drain an actor socket read from the loop's selector.
+
+    Its FD only signals a change of the socket's state, and every send, recv or EVENTS query
+    may consume that signal: after a send made outside a drain, messages can sit in the socket
+    with the FD quiet, so :meth:`sent` schedules a drain then. Sends made during a drain need
+    no check (the drain asks EVENTS before every recv).
+    """
+
+    def __init__(self, sock: zmq.SyncSocket, drain: Callable[[], None]) -> None:
+        self.sock = sock
+        self.drain = drain
+        self.active = False  # a drain runs or is scheduled
+
+    def sent(self) -> None:
+        if not self.active and int(self.sock.getsockopt(EVENTS)) & POLLIN:
+            self.active = True
+            asyncio.get_running_loop().call_soon(self.drain)
+
+    @contextlib.contextmanager
+    def draining(self) -> Iterator[None]:
+        self.active = True
+        try:
+            yield
+        finally:
+            self.active = False
 
 
 def waiting(sock: zmq.SyncSocket) -> Iterator[list[bytes]]:

@@ -38,7 +38,7 @@ from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
-from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, incoming
+from pebrel.zmqio import NOBLOCK, Inbox, incoming
 from router.delegation import Delegations
 from router.forkserver import ForkServer
 from router.handlers import (
@@ -62,6 +62,8 @@ from router.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
+#: The frontend's old ZeroMQ identity: a ZeroMQ peer that claims it is dropped (the adapter
+#: speaks over the frontend link only).
 FRONTEND_ID = b"frontend"
 FRONTEND_CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
 STARTUP_TIMEOUT_S = 20.0
@@ -105,7 +107,7 @@ class RouterApp:
         self.frontend_port: asyncio.Future[int] | None = None
         self.stopping: asyncio.Event | None = None
         self.tasks: set[asyncio.Task[None]] = set()
-        self.drain_scheduled = False
+        self.inbox = Inbox(self.sock, self.receive)
         self.subscribers: set[int] = set()
         self.rt: Runtime = Runtime(
             data_dir,
@@ -119,30 +121,20 @@ class RouterApp:
         self.rt.delegations = Delegations(self.rt)
 
     # -- sockets ---------------------------------------------------------------------------------
+    def to_frontend(self, message: m.Message) -> None:
+        """Send over the frontend link (pebrel/link.py)."""
+        if self.link is None or not self.link.send(message):
+            logger.warning("frontend unreachable", extra={"type": message.type})
+
     def send(self, identity: bytes, message: m.Message) -> bool:
-        if identity == FRONTEND_ID:
-            if self.link is None or not self.link.send(message):
-                logger.warning("frontend unreachable", extra={"type": message.type})
-                return False
-            return True
+        """Send to the pane worker with this ZeroMQ identity."""
         try:
             self.sock.send_multipart([identity, m.encode(message)], flags=NOBLOCK)
         except zmq.ZMQError:
             logger.warning("actor unreachable", extra={"type": message.type})
             return False
-        self.check_inbox()
+        self.inbox.sent()
         return True
-
-    def check_inbox(self) -> None:
-        """Schedule a drain if messages wait: a send can swallow the socket FD's edge.
-
-        The ZeroMQ FD signals only a change of the socket's state, and every send, recv or
-        EVENTS query may consume that signal: after a send outside the drain loop, messages
-        can sit in the socket with the FD quiet.
-        """
-        if not self.drain_scheduled and int(self.sock.getsockopt(EVENTS)) & POLLIN:
-            self.drain_scheduled = True
-            asyncio.get_running_loop().call_soon(self.receive)
 
     def receive(self) -> None:
         """Handle every message waiting on the socket (the FD is edge-triggered: drain it).
@@ -150,22 +142,20 @@ class RouterApp:
         EVENTS is asked before each recv: it is as reliable as a recv that fails with EAGAIN,
         and much cheaper than the exception.
         """
-        self.drain_scheduled = True  # sends from handlers need not schedule another drain
-        try:
+        with self.inbox.draining():  # sends from handlers need not schedule another drain
             for (identity, _), message in incoming(self.sock, frames=2):
                 if identity == FRONTEND_ID:
                     # The adapter speaks over the frontend link only: a ZeroMQ peer that
                     # claims its identity is not it.
                     logger.warning("message from a ZeroMQ peer named like the frontend dropped")
                     continue
+                logger.debug("worker fact %s", message)
                 try:
-                    self.handle(identity, message)
+                    self.rt.on_worker_message(message, identity)
                 except Exception:
                     logger.exception(
                         "router failed to handle a message", extra={"type": message.type}
                     )
-        finally:
-            self.drain_scheduled = False
 
     def start(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run a coroutine's first step now; only one that has to wait becomes a Task.
@@ -182,21 +172,17 @@ class RouterApp:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    def handle(self, identity: bytes, message: m.Message) -> None:
-        if identity == FRONTEND_ID:
-            if isinstance(message, m.HandleRequest):
-                self.start(self.dispatch(message))
-            elif isinstance(message, m.ConnectionClosed):
-                self.subscribers.discard(message.connection_id)
-            elif (
-                isinstance(message, m.FrontendStarted)
-                and self.frontend_port is not None
-                and not self.frontend_port.done()
-            ):
-                self.frontend_port.set_result(message.port)
-            return
-        logger.debug("worker fact %s", message)
-        self.rt.on_worker_message(message, identity)
+    def on_frontend_message(self, message: m.Message) -> None:
+        if isinstance(message, m.HandleRequest):
+            self.start(self.dispatch(message))
+        elif isinstance(message, m.ConnectionClosed):
+            self.subscribers.discard(message.connection_id)
+        elif (
+            isinstance(message, m.FrontendStarted)
+            and self.frontend_port is not None
+            and not self.frontend_port.done()
+        ):
+            self.frontend_port.set_result(message.port)
 
     async def dispatch(self, request: m.HandleRequest) -> None:
         logger.debug("request %s %s", request.method, request.params)
@@ -225,8 +211,7 @@ class RouterApp:
             encoded = result.json
         else:
             plain = result
-        self.send(
-            FRONTEND_ID,
+        self.to_frontend(
             m.RequestAnswered(
                 connection_id=request.connection_id,
                 request_id=request.request_id,
@@ -246,8 +231,7 @@ class RouterApp:
         if not self.subscribers:
             return
         state = self.rt.state
-        self.send(
-            FRONTEND_ID,
+        self.to_frontend(
             m.SnapshotChanged(
                 connection_id=connection_id,
                 runtime_id=state.runtime_id,
@@ -286,9 +270,7 @@ class RouterApp:
             raise
         finally:
             theirs.close()
-        self.link = await open_link(
-            ours, lambda message: self.handle(FRONTEND_ID, message), self.frontend_lost
-        )
+        self.link = await open_link(ours, self.on_frontend_message, self.frontend_lost)
         return proc
 
     def frontend_lost(self) -> None:
@@ -346,7 +328,7 @@ class RouterApp:
         for link in list(rt.links.values()):
             link.proc.kill()
         if self.frontend is not None:
-            self.send(FRONTEND_ID, m.StopFrontend())
+            self.to_frontend(m.StopFrontend())
             try:
                 await asyncio.get_running_loop().run_in_executor(None, self.frontend.wait, 3)
             except subprocess.TimeoutExpired:

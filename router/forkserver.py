@@ -36,6 +36,9 @@ class SpawnReply(NamedTuple):
     pid: int
     shell_pid: int | None
     integrated: bool
+    #: The worker already exited (its exit line came while the spawn was in flight).
+    exited: bool = False
+    returncode: int | None = None
 
 
 class _Spawn:
@@ -45,6 +48,8 @@ class _Spawn:
         self.fut = fut
         self.pid: int | None = None
         self.report: dict[str, Any] | None = None
+        self.exited = False
+        self.returncode: int | None = None
 
     def reported(self, report: dict[str, Any]) -> None:
         self.report = report
@@ -122,6 +127,8 @@ class ForkServer:
             ) from exc
         finally:
             self.pending.pop(request_id, None)
+        if spawn.exited:  # maybe after the answer, before this coroutine resumed
+            return reply._replace(exited=True, returncode=spawn.returncode)
         self.alive.add(reply.pid)
         return reply
 
@@ -151,7 +158,8 @@ class ForkServer:
             self.on_exit(pid, message.get("returncode"))
             for waiting in self.pending.values():
                 if waiting.pid == pid:
-                    waiting.give_up()  # it died before reporting
+                    waiting.exited, waiting.returncode = True, message.get("returncode")
+                    waiting.give_up()  # if it died before reporting
             return
         spawn = self.pending.get(message.get("id", -1))
         if spawn is None or spawn.fut.done():

@@ -54,9 +54,6 @@ class Runtime:
         self.links: dict[tuple[int, int], WorkerLink] = {}
         #: Panes whose worker is starting: facts they report before the layout has them apply.
         self.starting: dict[tuple[int, int], Pane] = {}
-        # Worker exits the fork server reported while spawns were in flight, not yet matched.
-        self.exited_early: dict[int, int | None] = {}
-        self.spawns_in_flight = 0
         self._changed: dict[tuple[int, int], list[asyncio.Future[None]]] = {}
         self.on_revision: Callable[[], None] = lambda: None
         #: Called when hook or program evidence says a pane's agent finished its turn.
@@ -268,9 +265,7 @@ class Runtime:
                 link.proc.returncode = returncode
                 self.link_gone(link)
                 return
-        if self.spawns_in_flight:
-            # Maybe before spawn_pane took the fork server's reply (same pipe, next line).
-            self.exited_early[pid] = returncode
+        # Not a known link's: a spawn still in flight hears of it from the fork server.
 
     def adopt(self, pid: int) -> None:
         proctree.own_child(pid)

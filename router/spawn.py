@@ -70,21 +70,16 @@ async def spawn_pane(
     link = WorkerLink(window.window_id, pane_id, WorkerProcess(0), loop.create_future())
     rt.links[pane.key] = link
     rt.starting[pane.key] = pane
-    rt.spawns_in_flight += 1
     try:
         reply = await rt.forkserver.spawn(config)
     except BaseException:
         rt.links.pop(pane.key, None)
         rt.starting.pop(pane.key, None)
         raise
-    finally:
-        rt.spawns_in_flight -= 1
     link.proc.pid = reply.pid
-    if reply.pid in rt.exited_early:
-        link.proc.returncode = rt.exited_early.pop(reply.pid)
+    if reply.exited:
+        link.proc.returncode = reply.returncode
         rt.link_gone(link)
-    if not rt.spawns_in_flight:
-        rt.exited_early.clear()
     if link.dead:
         rt.starting.pop(pane.key, None)
         raise PebrelError(ErrorCode.ACTION_FAILED, "the pane's worker exited during start")

@@ -23,7 +23,7 @@ from pebrel import messages as m
 from pebrel import proctree
 from pebrel.keys import encode_key
 from pebrel.screenrules import Rule, load_rules
-from pebrel.zmqio import EVENTS, NOBLOCK, POLLIN, connect_worker, incoming
+from pebrel.zmqio import NOBLOCK, Inbox, incoming, worker_connection
 from workers.exec import ExecService, resolve_cwd
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
@@ -75,6 +75,7 @@ class Worker:
         self.config = config
         self.ctx = ctx
         self.sock = sock
+        self.inbox: Inbox | None = None  # made with the socket's reader, in run()
         argv, env = config.argv, dict(config.env)
         integrated = False
         if config.integrate:
@@ -105,6 +106,7 @@ class Worker:
         self.screen_rules = ScreenRuleWatch(
             _screen_rules(config), self.screen.visible_text, self._send_screen_match
         )
+        # Looked up per call, not bound now: tests put a recorder in place of ``send``.
         self.writer = PtyWriter(self.pty, lambda message: self.send(message), lambda: self.exited)
         self.cwd: str | None = None
         self.title = ""
@@ -116,15 +118,13 @@ class Worker:
 
     # -- outbound ----------------------------------------------------------------------------
     def send(self, message: m.Message) -> None:
-        assert self.sock is not None
+        assert self.sock is not None and self.inbox is not None
         try:
             self.sock.send(m.encode(message), flags=NOBLOCK)
         except zmq.ZMQError:
             logger.warning("router unreachable, message dropped", extra={"type": message.type})
             return
-        # A send can consume the socket FD's edge with commands already waiting.
-        if int(self.sock.getsockopt(EVENTS)) & POLLIN:
-            asyncio.get_running_loop().call_soon(self._receive, self.stopped)
+        self.inbox.sent()
 
     def _screen_changing(self) -> None:
         """Tell the router its kept read answers go stale, once per read-then-change."""
@@ -353,12 +353,10 @@ class Worker:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         stop = self.stopped
-        if self.ctx is None:
-            self.ctx = zmq.Context()
         # A plain socket read from the loop's selector: zmq.asyncio's futures cost ~10 us a call.
-        if self.sock is None:
-            self.sock = connect_worker(self.ctx, self.config.endpoint)
-        sock = self.sock
+        self.ctx, sock = worker_connection(self.ctx, self.sock, self.config.endpoint)
+        self.sock = sock
+        self.inbox = Inbox(sock, self._receive)
         self.send(
             m.PaneStarted(
                 **self._ids(),
@@ -373,8 +371,8 @@ class Worker:
             loop.add_signal_handler(sig, stop.set)
         poll = loop.create_task(self._poll_foreground())
         fd = sock.fileno()
-        loop.add_reader(fd, self._receive, stop)
-        loop.call_soon(self._receive, stop)
+        loop.add_reader(fd, self._receive)
+        loop.call_soon(self._receive)
         await stop.wait()
         poll.cancel()
         self.screen_rules.close()
@@ -387,22 +385,23 @@ class Worker:
         sock.close(linger=500)
         self.ctx.term()
 
-    def _receive(self, stop: asyncio.Event) -> None:
+    def _receive(self) -> None:
         """Handle every command waiting on the socket (its FD is edge-triggered: drain it)."""
-        sock = self.sock
-        assert sock is not None
-        if stop.is_set():
+        assert self.sock is not None and self.inbox is not None
+        if self.stopped.is_set():
             return
-        for _, message in incoming(sock):
-            try:
-                keep = self.handle(message)
-            except Exception:
-                logger.exception("worker failed to handle a message", extra={"type": message.type})
-                continue
-            if not keep:
-                stop.set()
-            if stop.is_set():
-                return
+        with self.inbox.draining():  # replies sent here need not schedule another drain
+            for _, message in incoming(self.sock):
+                try:
+                    keep = self.handle(message)
+                except Exception:
+                    logger.exception(
+                        "worker failed to handle a message", extra={"type": message.type}
+                    )
+                    continue
+                if not keep:
+                    self.stopped.set()
+                    return
 
     async def _poll_foreground(self) -> None:
         while True:

@@ -54,6 +54,21 @@ class History(deque[Row]):
         super().clear()
         self.wrapped = 0
 
+    def logical_lines_after(self, gained: list[Row]) -> int:
+        """:meth:`logical_lines` as it would be after ``extend(gained)``, without extending (a
+        read of rows held back from the screen)."""
+        kept = min(len(self) + len(gained), self.maxlen or 0)
+        if not kept:
+            return 0
+        evicted = len(self) + len(gained) - kept  # the oldest rows, ours first
+        if evicted <= len(self):
+            wrapped = sum(map(_WRAPPED, gained)) + self.wrapped
+            wrapped -= sum(map(_WRAPPED, itertools.islice(self, evicted)))
+        else:
+            wrapped = sum(map(_WRAPPED, gained[evicted - len(self) :]))
+        newest = gained[-1] if gained else self[-1]
+        return int(kept - wrapped + (1 if newest[1] else 0))
+
     def logical_lines(self) -> int:
         """Logical lines starting in the scrollback (the oldest row always starts one)."""
         if not self:

@@ -24,6 +24,10 @@ from dataclasses import dataclass
 
 from ptyprocess import PtyProcess
 
+#: The shell is started without a fork (posix_spawn); else ptyprocess forks the worker, which
+#: must then hold no ZeroMQ context or thread yet (TRAPS).
+SPAWNS_WITHOUT_FORK = hasattr(os, "posix_spawn")
+
 # Dispositions a shell must not inherit from the Python worker.
 _RESET_SIGNALS = tuple(
     sig for sig in (signal.SIGPIPE, getattr(signal, "SIGXFSZ", None)) if sig is not None
@@ -86,7 +90,7 @@ def _spawn(argv: list[str], env: dict[str, str], cwd: str, cols: int, rows: int)
 class PosixPty:
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, cols: int, rows: int):
         self._proc: PtyProcess | None = None  # kept alive: it closes its fd when collected
-        if hasattr(os, "posix_spawn"):
+        if SPAWNS_WITHOUT_FORK:
             self.fd, self.pid = _spawn(argv, env, cwd, cols, rows)
         else:
             self._proc = PtyProcess.spawn(argv, cwd=cwd, env=env, dimensions=(rows, cols))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from operator import itemgetter
 
 from workers.ingest import FastIngest
 from workers.vt import BRACKETED_PASTE, DECCKM, TrackedScreen, Utf8Stream, row_text
@@ -135,19 +134,10 @@ class PaneScreen:
         gained, visible = held[:split], held[split:]
         if not visible[-1][0]:
             visible.pop()  # an empty cursor row at the end is not content
-        limit = history.maxlen if history.maxlen is not None else len(history) + len(gained)
-        kept = min(len(history) + len(gained), limit)
+        kept = min(len(history) + len(gained), history.maxlen or 0)
         older = itertools.islice(itertools.chain(reversed(gained), reversed(history)), kept)
         rows = itertools.chain(reversed(visible), older)
-        evicted = len(history) + len(gained) - kept  # the oldest rows, history's first
-        if evicted <= len(history):
-            wrapped = sum(map(itemgetter(1), gained)) + history.wrapped
-            wrapped -= sum(map(itemgetter(1), itertools.islice(history, evicted)))
-        else:
-            wrapped = sum(map(itemgetter(1), gained[evicted - len(history) :]))
-        newest = gained[-1] if gained else (history[-1] if history else None)
-        available = kept - wrapped + (1 if newest is not None and newest[1] else 0) if kept else 0
-        return _logical_read(rows, lines, max_bytes, available)
+        return _logical_read(rows, lines, max_bytes, history.logical_lines_after(gained))
 
     def _visible_rows(self) -> list[tuple[str, bool]]:
         screen = self._screen

@@ -1,4 +1,4 @@
-"""A pane worker's process entry: logging, the parent-death signal, the shell report.
+"""A pane worker's process entry: getting a spare ready, the shell report, the run.
 
 The fork server calls :func:`run_worker` in each forked child; :func:`configure_logging` is
 also run once in the fork server itself, so its children inherit the handler.
@@ -11,7 +11,6 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import sys
 from dataclasses import dataclass
 
@@ -19,8 +18,9 @@ import zmq
 
 from pebrel import messages as m
 from pebrel import proctree
-from pebrel.zmqio import connect_worker
+from pebrel.zmqio import connect_worker, worker_connection
 from workers.app import Worker, WorkerConfig
+from workers.pty import SPAWNS_WITHOUT_FORK
 from workers.screen import PaneScreen
 
 logger = logging.getLogger(__name__)
@@ -54,18 +54,13 @@ def prepare(endpoint: str | None) -> Prepared:
     screen.feed(b"\x1b]133;A\x07user@host:~$ \x1b]133;B\x07")
     screen.read(24)
     ctx = sock = None
-    if endpoint and hasattr(os, "posix_spawn"):
+    if endpoint and SPAWNS_WITHOUT_FORK:
         ctx = zmq.Context()
         sock = connect_worker(ctx, endpoint)
     return Prepared(asyncio.new_event_loop(), ctx, sock)
 
 
-def run_worker(
-    config: WorkerConfig,
-    report_fd: int | None = None,
-    report_id: object = None,
-    prepared: Prepared | None = None,
-) -> None:
+def run_worker(config: WorkerConfig, report_fd: int, report_id: object, prepared: Prepared) -> None:
     """Run one pane worker until its pane closes (the fork server's child entry).
 
     Once the shell runs, ``{"id": report_id, "shell_pid": S, "integrated": B}`` goes to
@@ -73,35 +68,25 @@ def run_worker(
     start from it before this worker has even connected. If the shell cannot start, the line
     says ``"shell_pid": null`` and the PaneStartFailed over ZeroMQ explains why.
     """
-    configure_logging(config.log_path)  # a no-op in a fork server's child: already done
-    proctree.set_parent_death_signal(signal.SIGTERM)
+    # The fork server's child has its parent-death signal and logging set up already.
     proctree.set_child_subreaper()
-    if os.getppid() == 1:
-        sys.exit(0)
+    unreported: int | None = report_fd
 
     def report(shell_pid: int | None, integrated: bool) -> None:
-        nonlocal report_fd
-        if report_fd is not None:
+        nonlocal unreported
+        if unreported is not None:  # once: a failure after the report must not send another
             line = {"id": report_id, "shell_pid": shell_pid, "integrated": integrated}
             with contextlib.suppress(OSError):
-                os.write(report_fd, json.dumps(line).encode() + b"\n")
-            os.close(report_fd)
-            report_fd = None
+                os.write(unreported, json.dumps(line).encode() + b"\n")
+            os.close(unreported)
+            unreported = None
 
     try:
-        worker = Worker(
-            config,
-            report,
-            ctx=prepared.ctx if prepared else None,
-            sock=prepared.sock if prepared else None,
-        )
+        worker = Worker(config, report, ctx=prepared.ctx, sock=prepared.sock)
     except Exception as exc:
         report(None, False)
         logger.exception("pane start failed")
-        ctx = prepared.ctx if prepared and prepared.ctx else zmq.Context()
-        sock = prepared.sock if prepared and prepared.sock else None
-        if sock is None:
-            sock = connect_worker(ctx, config.endpoint)
+        ctx, sock = worker_connection(prepared.ctx, prepared.sock, config.endpoint)
         sock.send(
             m.encode(
                 m.PaneStartFailed(
@@ -112,6 +97,5 @@ def run_worker(
         sock.close()
         ctx.term()
         sys.exit(1)
-    loop = prepared.loop if prepared else None
-    with asyncio.Runner(loop_factory=(lambda: loop) if loop else None) as runner:
+    with asyncio.Runner(loop_factory=lambda: prepared.loop) as runner:
         runner.run(worker.run())
