@@ -417,3 +417,11 @@ def test_one_row_screen_drawn_on_after_a_compaction_left_nothing_held() -> None:
     ]
     assert_same(ops, 10, 1, compact=1, label="one row")
     assert_same([*ops, ("resize", (10, 3)), ("feed", b"\r\nss\r\n")], 10, 1, compact=1)
+
+
+def test_bare_lf_ending_the_lines_that_go_to_history() -> None:
+    """The last line end of the rows pushed to history may be an LF without a CR (it keeps its
+    column); only pyte can draw that, however the lines are split."""
+    data = b"l1\r\nl2\r\nl3\r\nlong line four\nl5\r\nl6\r\n"
+    assert_same([("feed", data)], 20, 3, compact=1, label="bare LF at the cut")
+    assert_same([("feed", data * 5)], 20, 3, compact=1, label="bare LF at the cut, repeated")
