@@ -85,10 +85,24 @@ class WriteInput(Message):
 
 @dataclass(frozen=True, slots=True)
 class ReadScreen(Message):
+    """Read the screen. ``keep``: the router keeps the answer for repeated reads (pane.read),
+    so the worker watches it (ScreenUpdated / ScreenChanged); False for a one-off look."""
+
     type: ClassVar[str] = "read_screen"
     request_id: int
     lines: int
     max_bytes: int
+    keep: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenWatched(Message):
+    """Reads are still being answered from the copy the worker keeps current: go on
+    sending ScreenUpdated (sent at most every few hundred ms while the copy is used)."""
+
+    type: ClassVar[str] = "screen_watched"
+    window_id: int
+    pane_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,15 +241,36 @@ class ProgramStatus(Message):
 
 @dataclass(frozen=True, slots=True)
 class ScreenChanged(Message):
-    """The screen changed after the worker's last ScreenRead: answers the router kept are stale.
+    """The screen changed after the worker's last kept ScreenRead: answers the router kept are
+    stale.
 
-    Sent once per read-then-change (at the first output or resize after a read), before any
-    message about the output that changed it.
+    Sent once per read-then-change (at the first output or resize after a read) once the
+    read's watch has lapsed (while it lasts, ScreenUpdated is sent instead), before any message
+    about the output that changed it.
     """
 
     type: ClassVar[str] = "screen_changed"
     window_id: int
     pane_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenUpdated(Message):
+    """The screen changed after the worker's last kept read; this is that read's new answer
+    (``read_lines`` lines). It replaces every answer the router kept for the pane.
+
+    Sent while the read is watched (see ``workers/readwatch.py``), at most every few
+    milliseconds while the output goes on, and before any other message about the output
+    that changed the screen.
+    """
+
+    type: ClassVar[str] = "screen_updated"
+    window_id: int
+    pane_id: int
+    read_lines: int
+    lines: list[str]
+    history_available: int
+    truncated: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +365,7 @@ _REGISTRY: dict[str, type[Message]] = {
         SnapshotChanged,
         WriteInput,
         ReadScreen,
+        ScreenWatched,
         ResizePty,
         ClosePane,
         RunExec,
@@ -344,6 +380,7 @@ _REGISTRY: dict[str, type[Message]] = {
         ProgramStatus,
         ScreenMatched,
         ScreenChanged,
+        ScreenUpdated,
         PaneExited,
         InputWritten,
         ExecFinished,

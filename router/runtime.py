@@ -24,7 +24,7 @@ from pebrel.settings import Settings
 from router import agents, layout, links
 from router.forkserver import ForkServer
 from router.links import WorkerLink
-from router.state import Pane, RouterState, Tab, Window
+from router.state import KeptRead, Pane, RouterState, Tab, Window
 
 if TYPE_CHECKING:
     from router.delegation import Delegations
@@ -162,6 +162,18 @@ class Runtime:
             pane.screen_generation += 1
             pane.reads.clear()
             return  # nothing a client sees changed yet: no revision bump
+        elif isinstance(message, m.ScreenUpdated):
+            pane.screen_generation += 1
+            pane.reads.clear()
+            pane.reads[message.read_lines] = KeptRead(
+                m.ScreenRead(
+                    request_id=0,
+                    lines=message.lines,
+                    history_available=message.history_available,
+                    truncated=message.truncated,
+                )
+            )
+            return
         elif isinstance(message, m.ScreenMatched):
             if agents.apply_screen(pane.agents, message.rule_id, message.state, time.monotonic()):
                 self.sync_agent_state(pane)

@@ -12,7 +12,6 @@ import logging
 import os
 import signal
 import time
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,8 +26,9 @@ from pebrel.zmqio import NOBLOCK, Inbox, incoming, worker_connection
 from workers.exec import ExecService, resolve_cwd
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
-from workers.program_status import ProgramStatusParser
+from workers.oscfacts import OscFacts
 from workers.pty import PosixPty
+from workers.readwatch import ReadWatch
 from workers.screen import PaneScreen
 from workers.screenwatch import ScreenRuleWatch
 from workers.shells import launch_spec
@@ -102,22 +102,29 @@ class Worker:
         # Execs get the pane's launch environment, without the shell integration's additions.
         self.execs = ExecService(self.pty.pid, dict(config.env), self.send)
         self.foreground = ForegroundTracker(self.pty.pid)
-        self.program_status = ProgramStatusParser()
+        self.osc = OscFacts(self._ids(), self.foreground, lambda: self.screen.cursor_row_absolute)
         self.screen_rules = ScreenRuleWatch(
             _screen_rules(config), self.screen.visible_text, self._send_screen_match
         )
         # Looked up per call, not bound now: tests put a recorder in place of ``send``.
         self.writer = PtyWriter(self.pty, lambda message: self.send(message), lambda: self.exited)
-        self.cwd: str | None = None
         self.title = ""
         self.shell_in_foreground = True
         self.exited = False
         self.exit_task: asyncio.Task[None] | None = None
         self.stopped = asyncio.Event()
-        self.read_answered = False  # the router may keep a read answer until ScreenChanged
+        # The router's kept pane.read answer, renewed while the screen changes.
+        self.reads = ReadWatch(self._ids(), self.screen.read, lambda msg: self._transmit(msg))
 
     # -- outbound ----------------------------------------------------------------------------
     def send(self, message: m.Message) -> None:
+        """Send one message; a pending update of the router's kept read goes first, so that
+        nothing the router learns about the output is newer than its copy of the screen."""
+        if self.reads.dirty:
+            self.reads.flush()
+        self._transmit(message)
+
+    def _transmit(self, message: m.Message) -> None:
         assert self.sock is not None and self.inbox is not None
         try:
             self.sock.send(m.encode(message), flags=NOBLOCK)
@@ -127,10 +134,8 @@ class Worker:
         self.inbox.sent()
 
     def _screen_changing(self) -> None:
-        """Tell the router its kept read answers go stale, once per read-then-change."""
-        if self.read_answered:
-            self.read_answered = False
-            self.send(m.ScreenChanged(**self._ids()))
+        """The router's kept read answer is about to go stale (renewed or dropped)."""
+        self.reads.changing()
 
     def _ids(self) -> dict[str, int]:
         return {"window_id": self.config.window_id, "pane_id": self.config.pane_id}
@@ -152,7 +157,9 @@ class Worker:
     def _process(self, data: bytes) -> None:
         for part in self.scanner.feed(data):
             if isinstance(part, OscEvent):
-                self._on_osc(part)
+                fact = self.osc.message(part)
+                if fact is not None:
+                    self.send(fact)
             else:
                 self._screen_changing()
                 try:
@@ -162,47 +169,12 @@ class Worker:
                     # A parser fault loses the rest of this chunk, never the pane.
                     logger.exception("the screen could not take a chunk of output")
                 self.screen_rules.screen_changed()
+        self.reads.changed()
         title = self.screen.title
         if title != self.title:
             self.title = title
             self.send(m.TitleChanged(**self._ids(), title=title))
         self._check_foreground()
-
-    def _on_osc(self, event: OscEvent) -> None:
-        if event.code == 133:
-            fields = event.payload.split(";")
-            mark = fields[0][:1]
-            if mark not in ("A", "B", "C", "D"):
-                return
-            self.foreground.exec_watch = mark == "C"
-            code: int | None = None
-            if mark == "D" and len(fields) > 1:
-                with contextlib.suppress(ValueError):
-                    code = int(fields[1])
-            self.send(
-                m.ShellMarked(
-                    **self._ids(), mark=mark, exit_code=code, row=self.screen.cursor_row_absolute
-                )
-            )
-        elif event.code == 7:
-            parsed = urllib.parse.urlparse(event.payload)
-            if parsed.scheme == "file" and parsed.path:
-                cwd = urllib.parse.unquote(parsed.path)
-                if cwd != self.cwd:
-                    self.cwd = cwd
-                    self.send(m.CwdReported(**self._ids(), cwd=cwd))
-        else:
-            report = self.program_status.feed(event.code, event.payload)
-            if report is not None:
-                self.send(
-                    m.ProgramStatus(
-                        **self._ids(),
-                        state=report.state,
-                        session_id=report.session_id,
-                        kind=report.kind,
-                        origin=report.origin,
-                    )
-                )
 
     def _check_foreground(self) -> None:
         if self.exited:
@@ -286,7 +258,6 @@ class Worker:
         elif isinstance(message, m.ReadScreen):
             self.on_readable_all()
             result = self.screen.read(message.lines, message.max_bytes)
-            self.read_answered = True
             self.send(
                 m.ScreenRead(
                     request_id=message.request_id,
@@ -295,6 +266,10 @@ class Worker:
                     truncated=result.truncated,
                 )
             )
+            if message.keep:
+                self.reads.answered_read(message.lines, message.max_bytes)
+        elif isinstance(message, m.ScreenWatched):
+            self.reads.renew()
         elif isinstance(message, m.ResizePty):
             self._screen_changing()
             self.screen.resize(message.cols, message.rows)
@@ -312,7 +287,9 @@ class Worker:
         elif isinstance(message, m.RunExec):
             self.on_readable_all()  # take in an OSC 7 cwd report that is already written
             shell_owns_tty = not self.exited and self.pty.foreground_pgid() == self.pty.pid
-            cwd = resolve_cwd(message.cwd, self.cwd, self.pty.pid, shell_owns_tty, self.config.cwd)
+            cwd = resolve_cwd(
+                message.cwd, self.osc.cwd, self.pty.pid, shell_owns_tty, self.config.cwd
+            )
             self.execs.start(message, cwd)
         elif isinstance(message, m.ClosePane):
             # Commands run in the socket's reader callback: drop the PTY's reader and writer
@@ -320,6 +297,7 @@ class Worker:
             loop = asyncio.get_running_loop()
             loop.remove_reader(self.pty.fd)
             loop.remove_writer(self.pty.fd)
+            self.reads.close()
             self.close_tree()
             self.send(m.PaneClosed(request_id=message.request_id))
             return False
@@ -376,6 +354,7 @@ class Worker:
         await stop.wait()
         poll.cancel()
         self.screen_rules.close()
+        self.reads.close()
         loop.remove_reader(fd)
         if not self.exited:
             self.close_tree()

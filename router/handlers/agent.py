@@ -243,7 +243,9 @@ async def wait_for_echo(rt: Runtime, pane: Pane, text: str) -> None:
     deadline = time.monotonic() + ECHO_TIMEOUT_S
     while time.monotonic() < deadline:
         reply = await links.request(
-            link, rt.send, lambda rid: m.ReadScreen(request_id=rid, lines=8, max_bytes=65536)
+            link,
+            rt.send,
+            lambda rid: m.ReadScreen(request_id=rid, lines=8, max_bytes=65536, keep=False),
         )
         assert isinstance(reply, m.ScreenRead)
         if any(tail in line for line in reply.lines):

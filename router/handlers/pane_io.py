@@ -33,6 +33,9 @@ from router.state import KeptRead, Pane
 FIRST_PROMPT_TIMEOUT_S = 10.0
 #: Read answers the router keeps per pane (by line count) until the worker reports a change.
 READS_KEPT = 4
+#: While reads are answered from a kept answer, the worker hears so this often (it keeps the
+#: answer current for ``workers.readwatch.WATCH_S`` after each time).
+WATCH_RENEW_S = 0.5
 RUN_START_TIMEOUT_S = 5.0
 
 
@@ -49,7 +52,14 @@ async def prompt(rt: Runtime, params: Params) -> Result:
 async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
     """The worker's answer for ``lines``, kept by the router until the screen changes."""
     kept = pane.reads.get(lines)
-    if kept is None:
+    if kept is not None:
+        now = time.monotonic()
+        if now - pane.watch_renewed >= WATCH_RENEW_S:
+            pane.watch_renewed = now
+            link = rt.links.get(pane.key)
+            if link is not None and not link.dead and link.started.done():
+                rt.send(link.identity, m.ScreenWatched(**pane_ids(pane)))
+    else:
         # Kept until the worker reports a change; it reports one before any message about
         # the output that made it, so a read after a completed wait is never stale.
         generation = pane.screen_generation

@@ -1,0 +1,140 @@
+"""ReadWatch: when the worker renews the router's kept read, and when it gives it up (R4.4).
+
+End to end behaviour (reads during a flood, a read after a completed wait) is in
+``tests/e2e/test_read_watch.py``; this pins the timing rules with a recorded transmit."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import pytest
+
+from pebrel import messages as m
+from workers import readwatch
+from workers.readwatch import ReadWatch
+from workers.screen import ReadResult
+
+pytestmark = pytest.mark.timeout(30)
+
+IDS = {"window_id": 1, "pane_id": 2}
+
+
+def _watch() -> tuple[ReadWatch, list[m.Message]]:
+    sent: list[m.Message] = []
+    counter = itertools.count(1)
+
+    def read(lines: int, max_bytes: int) -> ReadResult:
+        return ReadResult([f"screen {next(counter)}", f"{lines} {max_bytes}"], 0, False)
+
+    return ReadWatch(IDS, read, sent.append), sent
+
+
+def test_nothing_is_sent_before_a_kept_read() -> None:
+    async def main() -> None:
+        watch, sent = _watch()
+        watch.changing()
+        watch.changed()
+        await asyncio.sleep(0.02)
+        assert sent == [] and not watch.dirty
+
+    asyncio.run(main())
+
+
+def test_first_change_goes_out_at_once_then_when_the_output_pauses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(readwatch, "PUBLISH_INTERVAL_S", 0.5)
+    monkeypatch.setattr(readwatch, "QUIET_S", 0.01)
+
+    async def main() -> None:
+        watch, sent = _watch()
+        watch.answered_read(24, 1000)
+        watch.changing()
+        watch.changed()
+        assert sent == [
+            m.ScreenUpdated(
+                **IDS,
+                read_lines=24,
+                lines=["screen 1", "24 1000"],
+                history_available=0,
+                truncated=False,
+            )
+        ]
+        watch.changing()
+        watch.changed()
+        assert len(sent) == 1 and watch.dirty  # within the interval: held
+        await asyncio.sleep(0.1)  # no more output: out once it paused for QUIET_S
+        assert len(sent) == 2 and not watch.dirty
+        assert isinstance(sent[1], m.ScreenUpdated) and sent[1].lines[0] == "screen 2"
+
+    asyncio.run(main())
+
+
+def test_a_flush_before_another_message_does_not_hold_back_the_next_change() -> None:
+    async def main() -> None:
+        watch, sent = _watch()
+        watch.answered_read(24, 1000)
+        watch.changing()
+        watch.flush()  # a shell mark is about to go out
+        watch.changing()
+        watch.changed()  # the prompt after the mark: not held for the interval
+        assert [type(msg) for msg in sent] == [m.ScreenUpdated, m.ScreenUpdated]
+
+    asyncio.run(main())
+
+
+def test_a_lapsed_watch_falls_back_to_screen_changed_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(readwatch, "WATCH_S", 0.02)
+
+    async def main() -> None:
+        watch, sent = _watch()
+        watch.answered_read(24, 1000)
+        await asyncio.sleep(0.03)
+        watch.changing()
+        watch.changed()
+        watch.changing()
+        watch.changed()
+        assert sent == [m.ScreenChanged(**IDS)]
+        assert not watch.answered
+
+    asyncio.run(main())
+
+
+def test_renewal_keeps_the_watch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readwatch, "WATCH_S", 0.5)
+
+    async def main() -> None:
+        watch, sent = _watch()
+        watch.answered_read(24, 1000)
+        for _ in range(4):  # 0.8 s in all, renewed every 0.2 s
+            await asyncio.sleep(0.2)
+            watch.renew()
+        watch.changing()
+        watch.changed()
+        assert [type(msg) for msg in sent] == [m.ScreenUpdated]
+
+    asyncio.run(main())
+
+
+def test_a_watch_that_lapses_while_an_update_is_pending_sends_screen_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(readwatch, "WATCH_S", 0.2)
+    monkeypatch.setattr(readwatch, "PUBLISH_INTERVAL_S", 0.4)
+    monkeypatch.setattr(readwatch, "QUIET_S", 10.0)  # held until the interval is up
+
+    async def main() -> None:
+        watch, sent = _watch()
+        watch.answered_read(24, 1000)
+        watch.changing()
+        watch.changed()
+        watch.changing()
+        watch.changed()  # held for the interval, past the watch's end
+        await asyncio.sleep(0.6)
+        assert [type(msg) for msg in sent] == [m.ScreenUpdated, m.ScreenChanged]
+        assert not watch.answered
+
+    asyncio.run(main())
