@@ -100,9 +100,12 @@ def dump_line(message: dict[str, Any]) -> bytes:
 
 class EncodedResult(NamedTuple):
     """A result the router encoded ahead with :func:`dump_value` and keeps (the snapshot of a
-    revision): answering with it costs no encoding on either side of the frontend link."""
+    revision): answering with it costs no encoding on either side of the frontend link.
+    ``reusable``: the same request gets the same answer until the router's state or a kept
+    screen changes (the frontend may answer it again itself until told otherwise)."""
 
     json: bytes
+    reusable: bool = False
 
 
 def ok_line_encoded(request_id: RequestId, result_json: bytes) -> bytes:

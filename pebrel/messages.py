@@ -37,6 +37,8 @@ class HandleRequest(Message):
     request_id: Any
     method: str
     params: dict[str, Any]
+    #: Non-zero: the frontend would keep a reusable answer under this slot (echoed back).
+    cache_slot: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,21 @@ class RequestAnswered(Message):
     error: dict[str, Any] | None
     #: Instead of ``result``: its JSON, encoded ahead by the router (envelope.EncodedResult).
     result_json: bytes | None = None
+    #: The request's ``cache_slot``, echoed.
+    cache_slot: int = 0
+    #: The frontend may answer the same request again with ``result_json`` until the router
+    #: sends AnswersStale (a pane.read the router keeps, the snapshot of a revision).
+    reusable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AnswersStale(Message):
+    """Reusable answers the frontend kept no longer hold: every one (``pane_id`` 0: the state
+    changed), or the reads of panes with this id (their screen changed). Sent before the
+    answer to any request that made the change."""
+
+    type: ClassVar[str] = "answers_stale"
+    pane_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +377,7 @@ _REGISTRY: dict[str, type[Message]] = {
         FrontendStarted,
         HandleRequest,
         RequestAnswered,
+        AnswersStale,
         ConnectionClosed,
         StopFrontend,
         SnapshotChanged,

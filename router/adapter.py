@@ -36,6 +36,7 @@ from pebrel.envelope import (
 )
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
+from router.answers import REUSABLE_METHODS, AnswerCache, request_key
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ class Frontend:
         self.ids = itertools.count(1)
         self.legacy_ids = itertools.count(1)
         self.stop = asyncio.Event()
+        self.answers = AnswerCache()  # router/answers.py
 
     def to_router(self, message: m.Message) -> None:
         if self.link is None or not self.link.send(message):
@@ -105,6 +107,15 @@ class Frontend:
             return False
         if request.method == "events.subscribe":
             conn.subscribe_pending.add(request.id)
+        slot = 0
+        if request.method in REUSABLE_METHODS:
+            key = request_key(PRINCIPAL_TOKEN, request.method, request.params)
+            if key is not None:
+                kept = self.answers.get(key)
+                if kept is not None:
+                    self.write(conn, ok_line_encoded(request.id, kept))
+                    return True
+                slot = self.answers.slot(key)
         try:
             self.to_router(
                 m.HandleRequest(
@@ -113,9 +124,11 @@ class Frontend:
                     request_id=request.id,
                     method=request.method,
                     params=request.params,
+                    cache_slot=slot,
                 )
             )
         except (OverflowError, ValueError, TypeError, RecursionError):
+            self.answers.answered(slot, None)
             # msgpack cannot carry it: an integer beyond 64 bits, a lone surrogate, ...
             self.reply_error(
                 conn,
@@ -193,7 +206,12 @@ class Frontend:
     # -- router side -------------------------------------------------------------------------------
     def on_router_message(self, message: m.Message) -> None:
         if isinstance(message, m.RequestAnswered):
+            if message.cache_slot:
+                reusable = message.ok and message.reusable
+                self.answers.answered(message.cache_slot, message.result_json if reusable else None)
             self.on_answer(message)
+        elif isinstance(message, m.AnswersStale):
+            self.answers.stale(message.pane_id)
         elif isinstance(message, m.SnapshotChanged):
             self.on_snapshot(message)
         elif isinstance(message, m.StopFrontend):

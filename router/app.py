@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 import types
-from collections.abc import Coroutine, Generator, Mapping
+from collections.abc import Coroutine, Generator
 from pathlib import Path
 from typing import Any
 
@@ -41,24 +41,10 @@ from pebrel.settings import SettingsError, load_settings
 from pebrel.zmqio import NOBLOCK, Inbox, incoming
 from router.delegation import Delegations
 from router.forkserver import ForkServer
-from router.handlers import (
-    Handler,
-    Method,
-    agent,
-    delegate,
-    events,
-    fork,
-    keys,
-    layout_ops,
-    orchestrate,
-    pane_io,
-    tab,
-    window,
-)
-from router.handlers import exec as exec_handlers
-from router.handlers import pane as pane_handlers
-from router.handlers import runtime as runtime_handlers
+from router.handlers import Method, events, window
+from router.methods import LEGACY, METHODS
 from router.runtime import Runtime
+from router.state import Pane
 
 logger = logging.getLogger(__name__)
 
@@ -68,24 +54,6 @@ FRONTEND_ID = b"frontend"
 FRONTEND_CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
 STARTUP_TIMEOUT_S = 20.0
 EXIT_ALREADY_RUNNING = 3
-
-METHODS: dict[str, Method] = {
-    **runtime_handlers.METHODS,
-    **window.METHODS,
-    **tab.METHODS,
-    **pane_handlers.METHODS,
-    **pane_io.METHODS,
-    **exec_handlers.METHODS,
-    **keys.METHODS,
-    **layout_ops.METHODS,
-    **events.METHODS,
-    **agent.METHODS,
-    **delegate.METHODS,
-    **fork.METHODS,
-    **orchestrate.METHODS,
-}
-#: Reached only through the legacy text lines, never as a JSON method.
-LEGACY: Mapping[str, Handler] = {"legacy.attach": window.attach}
 
 
 class RouterApp:
@@ -109,6 +77,10 @@ class RouterApp:
         self.tasks: set[asyncio.Task[None]] = set()
         self.inbox = Inbox(self.sock, self.receive)
         self.subscribers: set[int] = set()
+        #: The frontend may hold reusable answers (AnswersStale tells it they went stale),
+        #: and reads of panes with these ids among them.
+        self.frontend_keeps = False
+        self.frontend_reads: set[int] = set()
         self.rt: Runtime = Runtime(
             data_dir,
             load_settings(data_dir),
@@ -118,6 +90,7 @@ class RouterApp:
             os.getcwd(),
         )
         self.rt.on_revision = self.publish
+        self.rt.on_answers_stale = self.answers_stale
         self.rt.delegations = Delegations(self.rt)
 
     # -- sockets ---------------------------------------------------------------------------------
@@ -125,6 +98,18 @@ class RouterApp:
         """Send over the frontend link (pebrel/link.py)."""
         if self.link is None or not self.link.send(message):
             logger.warning("frontend unreachable", extra={"type": message.type})
+
+    def answers_stale(self, pane: Pane | None = None) -> None:
+        """Reusable answers the frontend kept (all of them, or a pane's reads) no longer
+        hold: say so before anything else."""
+        if pane is None:
+            if self.frontend_keeps:
+                self.frontend_keeps = False
+                self.frontend_reads.clear()
+                self.to_frontend(m.AnswersStale())
+        elif pane.pane_id in self.frontend_reads:
+            self.frontend_reads.discard(pane.pane_id)
+            self.to_frontend(m.AnswersStale(pane_id=pane.pane_id))
 
     def send(self, identity: bytes, message: m.Message) -> bool:
         """Send to the pane worker with this ZeroMQ identity."""
@@ -207,8 +192,14 @@ class RouterApp:
         logger.debug("answer %s ok=%s", request.method, ok)
         plain: dict[str, Any] | None = None
         encoded: bytes | None = None
+        reusable = False
         if isinstance(result, EncodedResult):  # encoded once, kept by the router
             encoded = result.json
+            reusable = result.reusable and request.cache_slot != 0 and not self.rt.closing
+            if reusable:
+                self.frontend_keeps = True
+                if request.method == "pane.read":
+                    self.frontend_reads.add(request.params["pane_id"])
         else:
             plain = result
         self.to_frontend(
@@ -219,6 +210,8 @@ class RouterApp:
                 result=plain,
                 error=error,
                 result_json=encoded,
+                cache_slot=request.cache_slot,
+                reusable=reusable,
             ),
         )
         if ok and request.method == "events.subscribe":
@@ -323,6 +316,7 @@ class RouterApp:
     async def shutdown(self) -> None:
         rt = self.rt
         rt.closing = True
+        self.answers_stale()  # from here on every request is refused
         remove_port_file(self.data_dir, rt.state.runtime_id)
         await rt.close_panes(list(rt.state.panes.values()))
         for link in list(rt.links.values()):

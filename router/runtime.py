@@ -56,6 +56,9 @@ class Runtime:
         self.starting: dict[tuple[int, int], Pane] = {}
         self._changed: dict[tuple[int, int], list[asyncio.Future[None]]] = {}
         self.on_revision: Callable[[], None] = lambda: None
+        #: Called when answers the frontend may have kept go stale: a revision (None), or
+        #: a pane's screen.
+        self.on_answers_stale: Callable[[Pane | None], None] = lambda pane: None
         #: Called when hook or program evidence says a pane's agent finished its turn.
         self.turn_listeners: list[Callable[[Pane], None]] = []
         self.delegations: Delegations | None = None  # set by router.app
@@ -68,6 +71,7 @@ class Runtime:
     # -- change notification -----------------------------------------------------------------
     def commit(self) -> None:
         if self.state.commit():
+            self.on_answers_stale(None)
             self.on_revision()
 
     def touched(self, pane: Pane) -> None:
@@ -161,6 +165,7 @@ class Runtime:
         elif isinstance(message, m.ScreenChanged):
             pane.screen_generation += 1
             pane.reads.clear()
+            self.on_answers_stale(pane)
             return  # nothing a client sees changed yet: no revision bump
         elif isinstance(message, m.ScreenUpdated):
             pane.screen_generation += 1
@@ -173,6 +178,7 @@ class Runtime:
                     truncated=message.truncated,
                 )
             )
+            self.on_answers_stale(pane)
             return
         elif isinstance(message, m.ScreenMatched):
             if agents.apply_screen(pane.agents, message.rule_id, message.state, time.monotonic()):

@@ -116,7 +116,10 @@ async def read(rt: Runtime, params: Params) -> EncodedResult:
     kept = await _kept_read(rt, pane, lines)
     if kept.head is None:
         kept.head = dump_value(_screen_part(pane, lines, kept.reply))[:-1]  # without its "}"
-    return EncodedResult(kept.head + b"," + dump_value(_state_part(pane))[1:])
+    return EncodedResult(
+        kept.head + b"," + dump_value(_state_part(pane))[1:],
+        reusable=pane.reads.get(lines) is kept,  # good until the screen or the state changes
+    )
 
 
 def _still_there(rt: Runtime, pane: Pane, extra: dict[str, Any]) -> None:

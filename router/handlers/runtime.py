@@ -44,7 +44,7 @@ async def describe(rt: Runtime, params: Params) -> Result:
 
 
 async def snapshot(rt: Runtime, params: Params) -> EncodedResult:
-    return EncodedResult(rt.state.snapshot_json())
+    return EncodedResult(rt.state.snapshot_json(), reusable=True)  # until the next revision
 
 
 METHODS: Mapping[str, Method] = {"runtime.describe": describe, "runtime.snapshot": snapshot}

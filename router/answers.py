@@ -1,0 +1,85 @@
+"""Answers the frontend adapter gives again without asking the router (R4.4, R2.6).
+
+A client polling ``pane.read`` or ``runtime.snapshot`` asks the same question many times, and
+the router answers it from state it keeps (the pane's kept read, the revision's snapshot JSON)
+until something changes. The router marks such an answer *reusable*; the adapter keeps it and
+answers the same request (same method, same params) itself, one process hop and one scheduler
+wake-up less, until the router sends ``AnswersStale``. The router sends that as soon as the
+state or a kept screen changes, before the answer to any request that made the change (the
+frontend link is one ordered stream), so a kept answer is never older than what the router
+would have said. A revision drops every kept answer; a pane's screen change only the reads of
+panes with its id. An answer that arrives after ``AnswersStale`` was made after the change and
+may be kept.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+#: Methods whose answers the router may mark reusable.
+REUSABLE_METHODS = frozenset({"pane.read", "runtime.snapshot"})
+#: Answers kept at most (a client varying params must not grow the adapter without bound).
+ANSWERS_KEPT = 256
+#: Requests in flight with a slot, at most (a router that never answers must not either).
+SLOTS_MAX = 4096
+
+Key = tuple[str, str, tuple[tuple[str, Any, Any], ...]]
+
+
+def request_key(principal: str, method: str, params: dict[str, Any]) -> Key | None:
+    """What identifies a request's answer (whose request too: principals may one day see
+    different answers); None for params not worth keeping (only ints, strings, booleans and
+    null; ``true`` and ``1`` are different params)."""
+    items = []
+    for name, value in params.items():
+        kind = type(value)
+        if kind not in (int, str, bool, type(None)):
+            return None
+        items.append((name, kind, value))
+    items.sort(key=lambda item: item[0])
+    return (principal, method, tuple(items))
+
+
+class AnswerCache:
+    def __init__(self) -> None:
+        self._kept: dict[Key, bytes] = {}
+        self._slots: dict[int, Key] = {}
+        self._next = itertools.count(1)
+
+    def get(self, key: Key) -> bytes | None:
+        """The kept answer's result JSON for a request with this key."""
+        return self._kept.get(key)
+
+    def slot(self, key: Key) -> int:
+        """A slot for a request sent to the router (echoed with its answer)."""
+        if len(self._slots) >= SLOTS_MAX:
+            self._slots.clear()
+        number = next(self._next)
+        self._slots[number] = key
+        return number
+
+    def answered(self, slot: int, result_json: bytes | None) -> None:
+        """The router answered the request in ``slot``; keep ``result_json`` if reusable."""
+        key = self._slots.pop(slot, None)
+        if key is None or result_json is None:
+            return
+        if len(self._kept) >= ANSWERS_KEPT:
+            self._kept.clear()
+        self._kept[key] = result_json
+
+    def stale(self, pane_id: int = 0) -> None:
+        """Kept answers went stale: all (0), or the reads of panes with this id in any window
+        (requests in flight are answered afresh)."""
+        if not pane_id:
+            self._kept.clear()
+            return
+        for key in [key for key in self._kept if _reads_pane(key, pane_id)]:
+            del self._kept[key]
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+def _reads_pane(key: Key, pane_id: int) -> bool:
+    return key[1] == "pane.read" and ("pane_id", int, pane_id) in key[2]

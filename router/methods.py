@@ -1,0 +1,41 @@
+"""The method table: every JSON method's handler, and the legacy text lines' (R1, R2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from router.handlers import (
+    Handler,
+    Method,
+    agent,
+    delegate,
+    events,
+    fork,
+    keys,
+    layout_ops,
+    orchestrate,
+    pane_io,
+    tab,
+    window,
+)
+from router.handlers import exec as exec_handlers
+from router.handlers import pane as pane_handlers
+from router.handlers import runtime as runtime_handlers
+
+METHODS: dict[str, Method] = {
+    **runtime_handlers.METHODS,
+    **window.METHODS,
+    **tab.METHODS,
+    **pane_handlers.METHODS,
+    **pane_io.METHODS,
+    **exec_handlers.METHODS,
+    **keys.METHODS,
+    **layout_ops.METHODS,
+    **events.METHODS,
+    **agent.METHODS,
+    **delegate.METHODS,
+    **fork.METHODS,
+    **orchestrate.METHODS,
+}
+#: Reached only through the legacy text lines, never as a JSON method.
+LEGACY: Mapping[str, Handler] = {"legacy.attach": window.attach}

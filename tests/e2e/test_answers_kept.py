@@ -1,0 +1,111 @@
+"""Repeated pane.read and runtime.snapshot requests answered by the frontend adapter from the
+router's reusable answers (router/answers.py; R4.4, R2.6; issue 6 item 5): they never reach
+the router, and a change is seen by the first request after the one that made it."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Runtime, at_prompt, base_env, started_runtime
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _router_requests(rt: Runtime, method: str) -> int:
+    log = (rt.data_dir / "runtime.log").read_text(errors="replace")
+    return len(re.findall(rf"router\[\d+\] DEBUG .*request {re.escape(method)} ", log))
+
+
+def test_repeats_are_answered_without_the_router(tmp_path: Path) -> None:
+    env = {**base_env(tmp_path), "PEBREL_LOG_LEVEL": "DEBUG"}
+    with started_runtime(env) as rt:
+        at_prompt(rt)
+        client = rt.client()
+
+        def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            envelope = client.call(method, params)
+            assert envelope["ok"], envelope
+            result: dict[str, Any] = envelope["result"]
+            return result
+
+        first = call("pane.read", {"pane_id": 1, "lines": 24})
+        snapshot = call("runtime.snapshot", {})
+        reads, snapshots = (
+            _router_requests(rt, "pane.read"),
+            _router_requests(rt, "runtime.snapshot"),
+        )
+        assert reads >= 1 and snapshots >= 1
+        for _ in range(20):
+            assert call("pane.read", {"lines": 24, "pane_id": 1}) == first
+            assert call("runtime.snapshot", {}) == snapshot
+        assert _router_requests(rt, "pane.read") == reads
+        assert _router_requests(rt, "runtime.snapshot") == snapshots
+        # other params are another question
+        call("pane.read", {"pane_id": 1, "lines": 23})
+        assert _router_requests(rt, "pane.read") == reads + 1
+
+
+def test_a_change_is_seen_by_the_next_request(runtime: Runtime) -> None:
+    at_prompt(runtime)
+    client = runtime.client()
+
+    def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        envelope = client.call(method, params)
+        assert envelope["ok"], envelope
+        result: dict[str, Any] = envelope["result"]
+        return result
+
+    for round_ in range(8):
+        before = call("runtime.snapshot", {})
+        call("runtime.snapshot", {})  # kept by the adapter now
+        name = f"renamed-{round_}"
+        call("tab.rename", {"window_id": 1, "tab_index": 0, "name": name})
+        after = call("runtime.snapshot", {})
+        assert after["revision"] > before["revision"]
+        assert after["windows"][0]["tabs"][0]["name"] == name
+        call("pane.read", {"pane_id": 1, "lines": 10})
+        call("pane.read", {"pane_id": 1, "lines": 10})  # kept
+        call("pane.run", {"pane_id": 1, "command": f"echo printed-{round_}"})
+        read = call("pane.read", {"pane_id": 1, "lines": 10})
+        assert f"printed-{round_}" in read["text"]
+        assert read["task_state"] != "running"
+
+
+def test_a_kept_answer_does_not_stand_for_params_of_another_type(runtime: Runtime) -> None:
+    at_prompt(runtime)
+    assert runtime.ok("pane.read", {"pane_id": 1, "lines": 1})["requested_lines"] == 1
+    assert runtime.ok("pane.read", {"pane_id": 1, "lines": 1})["requested_lines"] == 1
+    error = runtime.error("pane.read", {"pane_id": 1, "lines": True})
+    assert error["code"] == "invalid_params"
+
+
+def test_a_closed_pane_is_not_read_from_a_kept_answer(runtime: Runtime) -> None:
+    at_prompt(runtime)
+    split = runtime.ok("pane.split", {"pane_id": 1, "direction": "right"})
+    pane = split["pane_id"]
+    runtime.ok("pane.read", {"pane_id": pane, "lines": 5})
+    runtime.ok("pane.read", {"pane_id": pane, "lines": 5})
+    runtime.ok("pane.close", {"pane_id": pane})
+    assert runtime.error("pane.read", {"pane_id": pane, "lines": 5})["code"] == "target_not_found"
+
+
+def test_output_without_any_state_change_is_seen(runtime: Runtime) -> None:
+    """Output from a background job changes only the screen (no mark, no revision): the
+    worker's change report makes the adapter drop its kept read, watch lapsed or not."""
+    at_prompt(runtime)
+    runtime.run(1, "(sleep 2.5; echo late-output-$((6 * 7))) &")  # the line shows no 42
+    client = runtime.client()
+    seen = ""
+    for _ in range(400):  # ~8 s of polling, every read the same request
+        envelope = client.call("pane.read", {"pane_id": 1, "lines": 10})
+        assert envelope["ok"], envelope
+        seen = envelope["result"]["text"]
+        if "late-output-42" in seen:
+            break
+        time.sleep(0.02)  # poll interval
+    assert "late-output-42" in seen, seen
