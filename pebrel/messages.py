@@ -61,10 +61,11 @@ class RequestAnswered(Message):
 @dataclass(frozen=True, slots=True)
 class AnswersStale(Message):
     """Reusable answers the frontend kept no longer hold: every one (``pane_id`` 0: the state
-    changed), or the reads of panes with this id (their screen changed). Sent before the
+    changed), or the reads that may be of this pane (its screen changed). Sent before the
     answer to any request that made the change."""
 
     type: ClassVar[str] = "answers_stale"
+    window_id: int = 0
     pane_id: int = 0
 
 

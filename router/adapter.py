@@ -211,7 +211,7 @@ class Frontend:
                 self.answers.answered(message.cache_slot, message.result_json if reusable else None)
             self.on_answer(message)
         elif isinstance(message, m.AnswersStale):
-            self.answers.stale(message.pane_id)
+            self.answers.stale(message.window_id, message.pane_id)
         elif isinstance(message, m.SnapshotChanged):
             self.on_snapshot(message)
         elif isinstance(message, m.StopFrontend):

@@ -68,18 +68,21 @@ class AnswerCache:
             self._kept.clear()
         self._kept[key] = result_json
 
-    def stale(self, pane_id: int = 0) -> None:
-        """Kept answers went stale: all (0), or the reads of panes with this id in any window
-        (requests in flight are answered afresh)."""
+    def stale(self, window_id: int = 0, pane_id: int = 0) -> None:
+        """Kept answers went stale: all (``pane_id`` 0), or every read that may be of this
+        pane (its pane id, in its window or with no window named). Requests in flight are
+        answered afresh."""
         if not pane_id:
             self._kept.clear()
             return
-        for key in [key for key in self._kept if _reads_pane(key, pane_id)]:
+        for key in [key for key in self._kept if _may_read(key, window_id, pane_id)]:
             del self._kept[key]
 
     def __len__(self) -> int:
         return len(self._kept)
 
 
-def _reads_pane(key: Key, pane_id: int) -> bool:
-    return key[1] == "pane.read" and ("pane_id", int, pane_id) in key[2]
+def _may_read(key: Key, window_id: int, pane_id: int) -> bool:
+    if key[1] != "pane.read" or ("pane_id", int, pane_id) not in key[2]:
+        return False
+    return not any(name == "window_id" and value != window_id for name, _, value in key[2])

@@ -78,9 +78,9 @@ class RouterApp:
         self.inbox = Inbox(self.sock, self.receive)
         self.subscribers: set[int] = set()
         #: The frontend may hold reusable answers (AnswersStale tells it they went stale),
-        #: and reads of panes with these ids among them.
+        #: and reads of these panes among them.
         self.frontend_keeps = False
-        self.frontend_reads: set[int] = set()
+        self.frontend_reads: set[tuple[int, int]] = set()
         self.rt: Runtime = Runtime(
             data_dir,
             load_settings(data_dir),
@@ -107,9 +107,9 @@ class RouterApp:
                 self.frontend_keeps = False
                 self.frontend_reads.clear()
                 self.to_frontend(m.AnswersStale())
-        elif pane.pane_id in self.frontend_reads:
-            self.frontend_reads.discard(pane.pane_id)
-            self.to_frontend(m.AnswersStale(pane_id=pane.pane_id))
+        elif pane.key in self.frontend_reads:
+            self.frontend_reads.discard(pane.key)
+            self.to_frontend(m.AnswersStale(window_id=pane.window_id, pane_id=pane.pane_id))
 
     def send(self, identity: bytes, message: m.Message) -> bool:
         """Send to the pane worker with this ZeroMQ identity."""
@@ -196,10 +196,11 @@ class RouterApp:
         if isinstance(result, EncodedResult):  # encoded once, kept by the router
             encoded = result.json
             reusable = result.reusable and request.cache_slot != 0 and not self.rt.closing
-            if reusable:
-                self.frontend_keeps = True
-                if request.method == "pane.read":
-                    self.frontend_reads.add(request.params["pane_id"])
+            if reusable and request.method == "pane.read":
+                params = request.params  # resolved by the handler a moment ago, no await since
+                pane = self.rt.state.pane(params.get("window_id"), params["pane_id"])
+                self.frontend_reads.add(pane.key)
+            self.frontend_keeps |= reusable
         else:
             plain = result
         self.to_frontend(

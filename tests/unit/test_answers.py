@@ -61,19 +61,20 @@ def test_kept_answers_and_slots_are_bounded(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(cache._slots) <= 5
 
 
-def test_a_screen_change_drops_only_that_panes_reads() -> None:
+def test_a_screen_change_drops_only_the_reads_that_may_be_of_that_pane() -> None:
     cache = AnswerCache()
     keys = {
         "read 1": request_key("t", "pane.read", {"pane_id": 1, "lines": 5}),
+        "read 1 in window 1": request_key("t", "pane.read", {"window_id": 1, "pane_id": 1}),
         "read 1 in window 2": request_key("t", "pane.read", {"window_id": 2, "pane_id": 1}),
-        "read 2": request_key("t", "pane.read", {"pane_id": 2, "lines": 5}),
+        "read 2 in window 1": request_key("t", "pane.read", {"window_id": 1, "pane_id": 2}),
         "snapshot": request_key("t", "runtime.snapshot", {}),
     }
     for key in keys.values():
         assert key is not None
         cache.answered(cache.slot(key), b"{}")
-    cache.stale(pane_id=1)
+    cache.stale(window_id=1, pane_id=1)
     kept = {name for name, key in keys.items() if key is not None and cache.get(key)}
-    assert kept == {"read 2", "snapshot"}
+    assert kept == {"read 1 in window 2", "read 2 in window 1", "snapshot"}
     cache.stale()
     assert len(cache) == 0
