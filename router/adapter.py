@@ -114,6 +114,8 @@ class Frontend:
                 kept = self.answers.get(key)
                 if kept is not None:
                     self.write(conn, ok_line_encoded(request.id, kept))
+                    if self.answers.report_use(key):
+                        self.to_router(m.AnswerUsed(method=request.method, params=request.params))
                     return True
                 slot = self.answers.slot(key)
         try:
@@ -212,6 +214,10 @@ class Frontend:
             self.on_answer(message)
         elif isinstance(message, m.AnswersStale):
             self.answers.stale(message.window_id, message.pane_id)
+        elif isinstance(message, m.AnswersRenewed):
+            self.answers.renew(
+                message.window_id, message.pane_id, message.lines, message.result_json
+            )
         elif isinstance(message, m.SnapshotChanged):
             self.on_snapshot(message)
         elif isinstance(message, m.StopFrontend):

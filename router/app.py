@@ -39,12 +39,12 @@ from pebrel.link import Link, open_link
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
 from pebrel.zmqio import NOBLOCK, Inbox, incoming
+from router.answer_sync import AnswerSync
 from router.delegation import Delegations
 from router.forkserver import ForkServer
 from router.handlers import Method, events, window
 from router.methods import LEGACY, METHODS
 from router.runtime import Runtime
-from router.state import Pane
 
 logger = logging.getLogger(__name__)
 
@@ -77,10 +77,6 @@ class RouterApp:
         self.tasks: set[asyncio.Task[None]] = set()
         self.inbox = Inbox(self.sock, self.receive)
         self.subscribers: set[int] = set()
-        #: The frontend may hold reusable answers (AnswersStale tells it they went stale),
-        #: and reads of these panes among them.
-        self.frontend_keeps = False
-        self.frontend_reads: set[tuple[int, int]] = set()
         self.rt: Runtime = Runtime(
             data_dir,
             load_settings(data_dir),
@@ -90,7 +86,7 @@ class RouterApp:
             os.getcwd(),
         )
         self.rt.on_revision = self.publish
-        self.rt.on_answers_stale = self.answers_stale
+        self.answers = AnswerSync(self.rt, self.to_frontend)  # router/answer_sync.py
         self.rt.delegations = Delegations(self.rt)
 
     # -- sockets ---------------------------------------------------------------------------------
@@ -98,18 +94,6 @@ class RouterApp:
         """Send over the frontend link (pebrel/link.py)."""
         if self.link is None or not self.link.send(message):
             logger.warning("frontend unreachable", extra={"type": message.type})
-
-    def answers_stale(self, pane: Pane | None = None) -> None:
-        """Reusable answers the frontend kept (all of them, or a pane's reads) no longer
-        hold: say so before anything else."""
-        if pane is None:
-            if self.frontend_keeps:
-                self.frontend_keeps = False
-                self.frontend_reads.clear()
-                self.to_frontend(m.AnswersStale())
-        elif pane.key in self.frontend_reads:
-            self.frontend_reads.discard(pane.key)
-            self.to_frontend(m.AnswersStale(window_id=pane.window_id, pane_id=pane.pane_id))
 
     def send(self, identity: bytes, message: m.Message) -> bool:
         """Send to the pane worker with this ZeroMQ identity."""
@@ -162,6 +146,8 @@ class RouterApp:
             self.start(self.dispatch(message))
         elif isinstance(message, m.ConnectionClosed):
             self.subscribers.discard(message.connection_id)
+        elif isinstance(message, m.AnswerUsed):
+            self.answers.used(message.method, message.params)
         elif (
             isinstance(message, m.FrontendStarted)
             and self.frontend_port is not None
@@ -195,12 +181,7 @@ class RouterApp:
         reusable = False
         if isinstance(result, EncodedResult):  # encoded once, kept by the router
             encoded = result.json
-            reusable = result.reusable and request.cache_slot != 0 and not self.rt.closing
-            if reusable and request.method == "pane.read":
-                params = request.params  # resolved by the handler a moment ago, no await since
-                pane = self.rt.state.pane(params.get("window_id"), params["pane_id"])
-                self.frontend_reads.add(pane.key)
-            self.frontend_keeps |= reusable
+            reusable = ok and self.answers.answered(request, result)
         else:
             plain = result
         self.to_frontend(
@@ -317,7 +298,7 @@ class RouterApp:
     async def shutdown(self) -> None:
         rt = self.rt
         rt.closing = True
-        self.answers_stale()  # from here on every request is refused
+        self.answers.stale()  # from here on every request is refused
         remove_port_file(self.data_dir, rt.state.runtime_id)
         await rt.close_panes(list(rt.state.panes.values()))
         for link in list(rt.links.values()):

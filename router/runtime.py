@@ -59,6 +59,8 @@ class Runtime:
         #: Called when answers the frontend may have kept go stale: a revision (None), or
         #: a pane's screen.
         self.on_answers_stale: Callable[[Pane | None], None] = lambda pane: None
+        #: Called when a pane's worker renewed the router's kept read of this many lines.
+        self.on_read_renewed: Callable[[Pane, int], None] = lambda pane, lines: None
         #: Called when hook or program evidence says a pane's agent finished its turn.
         self.turn_listeners: list[Callable[[Pane], None]] = []
         self.delegations: Delegations | None = None  # set by router.app
@@ -178,7 +180,7 @@ class Runtime:
                     truncated=message.truncated,
                 )
             )
-            self.on_answers_stale(pane)
+            self.on_read_renewed(pane, message.read_lines)
             return
         elif isinstance(message, m.ScreenMatched):
             if agents.apply_screen(pane.agents, message.rule_id, message.state, time.monotonic()):

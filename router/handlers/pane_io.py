@@ -53,12 +53,7 @@ async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
     """The worker's answer for ``lines``, kept by the router until the screen changes."""
     kept = pane.reads.get(lines)
     if kept is not None:
-        now = time.monotonic()
-        if now - pane.watch_renewed >= WATCH_RENEW_S:
-            pane.watch_renewed = now
-            link = rt.links.get(pane.key)
-            if link is not None and not link.dead and link.started.done():
-                rt.send(link.identity, m.ScreenWatched(**pane_ids(pane)))
+        renew_watch(rt, pane)
     else:
         # Kept until the worker reports a change; it reports one before any message about
         # the output that made it, so a read after a completed wait is never stale.
@@ -75,6 +70,25 @@ async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
                 pane.reads.clear()  # a client varying `lines` must not pile up answers
             pane.reads[lines] = kept
     return kept
+
+
+def renew_watch(rt: Runtime, pane: Pane) -> None:
+    """A kept read of ``pane`` was used: the worker hears so (it keeps the answer current for
+    a while after), at most every WATCH_RENEW_S."""
+    now = time.monotonic()
+    if now - pane.watch_renewed >= WATCH_RENEW_S:
+        pane.watch_renewed = now
+        link = rt.links.get(pane.key)
+        if link is not None and not link.dead and link.started.done():
+            rt.send(link.identity, m.ScreenWatched(**pane_ids(pane)))
+
+
+def read_json(pane: Pane, lines: int, kept: KeptRead) -> bytes:
+    """pane.read's result JSON from a kept answer: the screen part is encoded once per kept
+    answer (a 24x80 screen is most of the line), the pane's state part every time."""
+    if kept.head is None:
+        kept.head = dump_value(_screen_part(pane, lines, kept.reply))[:-1]  # without its "}"
+    return kept.head + b"," + dump_value(_state_part(pane))[1:]
 
 
 def _screen_part(pane: Pane, lines: int, reply: m.ScreenRead) -> Result:
@@ -109,15 +123,12 @@ async def read_result(rt: Runtime, params: Params) -> Result:
 
 
 async def read(rt: Runtime, params: Params) -> EncodedResult:
-    """pane.read: the screen part's JSON is encoded once per kept answer (a 24x80 screen is
-    most of the line), the pane's state part for every answer."""
+    """pane.read, encoded (see read_json)."""
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
     lines = params.get("lines", READ_DEFAULT_LINES)
     kept = await _kept_read(rt, pane, lines)
-    if kept.head is None:
-        kept.head = dump_value(_screen_part(pane, lines, kept.reply))[:-1]  # without its "}"
     return EncodedResult(
-        kept.head + b"," + dump_value(_state_part(pane))[1:],
+        read_json(pane, lines, kept),
         reusable=pane.reads.get(lines) is kept,  # good until the screen or the state changes
     )
 

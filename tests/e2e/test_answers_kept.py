@@ -109,3 +109,35 @@ def test_output_without_any_state_change_is_seen(runtime: Runtime) -> None:
             break
         time.sleep(0.02)  # poll interval
     assert "late-output-42" in seen, seen
+
+
+def test_reads_of_a_pane_whose_output_goes_on_are_renewed_in_the_adapter(tmp_path: Path) -> None:
+    """The worker renews its kept read, the router passes the new answer to the adapter: a
+    client polling a busy pane sees it advance while few of its reads reach the router, for
+    longer than a watch lasts without a read (the adapter reports the reads it answers)."""
+    env = {**base_env(tmp_path), "PEBREL_LOG_LEVEL": "DEBUG"}
+    with started_runtime(env) as rt:
+        at_prompt(rt)
+        client = rt.client()
+        params = {"window_id": 1, "pane_id": 1, "lines": 24}
+        prompt = client.call(
+            "pane.prompt",
+            {"pane_id": 1, "text": "for i in $(seq 1 300); do echo tick-$i; sleep 0.01; done"},
+        )
+        assert prompt["ok"], prompt
+        before = _router_requests(rt, "pane.read")
+        asked = 0
+        seen: list[int] = []
+        while not seen or seen[-1] < 300:
+            answer = client.call("pane.read", params)
+            asked += 1
+            assert answer["ok"], answer
+            ticks = [int(t) for t in re.findall(r"^tick-(\d+)$", answer["result"]["text"], re.M)]
+            if ticks:
+                assert ticks == list(range(ticks[0], ticks[-1] + 1))  # one consistent screen
+                assert not seen or ticks[-1] >= seen[-1], (seen[-1], ticks)
+                seen.append(ticks[-1])
+            time.sleep(0.002)  # poll interval
+        assert len(set(seen)) > 50
+        routed = _router_requests(rt, "pane.read") - before
+        assert routed * 10 < asked, (routed, asked)

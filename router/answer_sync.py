@@ -1,0 +1,81 @@
+"""The router's side of the answers the frontend adapter keeps (``router/answers.py``).
+
+The router marks reusable answers, remembers what the adapter may hold (anything at all, and
+the reads of which panes, by line count), and tells it, before anything else, when those go
+stale (``AnswersStale``) or, for a pane whose worker renewed its kept read, what the new
+answer is (``AnswersRenewed``), so reads of a pane whose output goes on are answered by the
+adapter without a hop to the router. The adapter reports kept reads in use (``AnswerUsed``)
+so the pane's worker keeps renewing them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from pebrel import messages as m
+from pebrel.envelope import EncodedResult
+from pebrel.errors import PebrelError
+from pebrel.model import READ_DEFAULT_LINES
+from router.handlers import pane_io
+from router.runtime import Runtime
+from router.state import Pane
+
+
+class AnswerSync:
+    def __init__(self, rt: Runtime, to_frontend: Callable[[m.Message], None]) -> None:
+        self.rt = rt
+        self.to_frontend = to_frontend
+        self.keeps = False  # the adapter may hold some reusable answer
+        self.reads: dict[tuple[int, int], set[int]] = {}  # pane key -> line counts it may hold
+        rt.on_answers_stale = self.stale
+        rt.on_read_renewed = self.renewed
+
+    def answered(self, request: m.HandleRequest, result: EncodedResult) -> bool:
+        """Whether the answer to ``request`` may be kept by the adapter (noted if so)."""
+        if not (result.reusable and request.cache_slot and not self.rt.closing):
+            return False
+        if request.method == "pane.read":
+            params = request.params  # resolved by the handler a moment ago, no await since
+            pane = self.rt.state.pane(params.get("window_id"), params["pane_id"])
+            lines = params.get("lines", READ_DEFAULT_LINES)
+            self.reads.setdefault(pane.key, set()).add(lines)
+        self.keeps = True
+        return True
+
+    def stale(self, pane: Pane | None = None) -> None:
+        """What the adapter kept (all of it, or a pane's reads) no longer holds."""
+        if pane is None:
+            if self.keeps:
+                self.keeps = False
+                self.reads.clear()
+                self.to_frontend(m.AnswersStale())
+        elif self.reads.pop(pane.key, None) is not None:
+            self.to_frontend(m.AnswersStale(window_id=pane.window_id, pane_id=pane.pane_id))
+
+    def renewed(self, pane: Pane, lines: int) -> None:
+        """The pane's worker renewed the router's kept read of ``lines`` lines."""
+        held = self.reads.get(pane.key)
+        if held is None:
+            return
+        if lines not in held:
+            self.stale(pane)
+            return
+        self.reads[pane.key] = {lines}
+        self.to_frontend(
+            m.AnswersRenewed(
+                window_id=pane.window_id,
+                pane_id=pane.pane_id,
+                lines=lines,
+                result_json=pane_io.read_json(pane, lines, pane.reads[lines]),
+            )
+        )
+
+    def used(self, method: str, params: dict[str, Any]) -> None:
+        """The adapter gives a kept answer to this request."""
+        if method != "pane.read":
+            return
+        with contextlib.suppress(PebrelError, KeyError, TypeError):
+            pane = self.rt.state.pane(params.get("window_id"), params["pane_id"])
+            pane_io.renew_watch(self.rt, pane)
