@@ -11,6 +11,7 @@ so the pane's worker keeps renewing them.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,11 @@ from pebrel.model import READ_DEFAULT_LINES
 from router.handlers import pane_io
 from router.runtime import Runtime
 from router.state import Pane
+
+#: A renewed read is passed on to the adapter only if one of the pane's kept reads was given
+#: this recently; else the adapter's copies are dropped (a pane nobody polls any more must not
+#: cost the router an encoding per renewal).
+RENEW_IF_USED_S = 1.0
 
 
 class AnswerSync:
@@ -41,6 +47,7 @@ class AnswerSync:
             pane = self.rt.state.pane(params.get("window_id"), params["pane_id"])
             lines = params.get("lines", READ_DEFAULT_LINES)
             self.reads.setdefault(pane.key, set()).add(lines)
+            pane.read_used = time.monotonic()
         self.keeps = True
         return True
 
@@ -59,7 +66,7 @@ class AnswerSync:
         held = self.reads.get(pane.key)
         if held is None:
             return
-        if lines not in held:
+        if lines not in held or time.monotonic() - pane.read_used > RENEW_IF_USED_S:
             self.stale(pane)
             return
         self.reads[pane.key] = {lines}

@@ -27,7 +27,7 @@ ANSWERS_KEPT = 256
 #: Requests in flight with a slot, at most (a router that never answers must not either).
 SLOTS_MAX = 4096
 #: A kept read in use is reported to the router (AnswerUsed) at most this often.
-USE_REPORT_S = 0.5
+USE_REPORT_S = 0.25
 
 Key = tuple[str, str, tuple[tuple[str, Any, Any], ...]]
 

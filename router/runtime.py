@@ -165,12 +165,10 @@ class Runtime:
             if state is not None or message.state == "end":
                 self.agent_evidence(pane, state, "program", message.kind, message.session_id, None)
         elif isinstance(message, m.ScreenChanged):
-            pane.screen_generation += 1
             pane.reads.clear()
             self.on_answers_stale(pane)
             return  # nothing a client sees changed yet: no revision bump
         elif isinstance(message, m.ScreenUpdated):
-            pane.screen_generation += 1
             pane.reads.clear()
             pane.reads[message.read_lines] = KeptRead(
                 m.ScreenRead(

@@ -37,7 +37,7 @@ PUBLISH_INTERVAL_S = 0.005
 #: Within the interval, the copy is renewed once no output came for this long (a burst ended).
 QUIET_S = 0.0005
 #: How long a watch lasts without a read (renewed by ScreenWatched).
-WATCH_S = 2.0
+WATCH_S = 1.0
 
 
 class ReadWatch:

@@ -35,7 +35,7 @@ FIRST_PROMPT_TIMEOUT_S = 10.0
 READS_KEPT = 4
 #: While reads are answered from a kept answer, the worker hears so this often (it keeps the
 #: answer current for ``workers.readwatch.WATCH_S`` after each time).
-WATCH_RENEW_S = 0.5
+WATCH_RENEW_S = 0.25
 RUN_START_TIMEOUT_S = 5.0
 
 
@@ -56,8 +56,9 @@ async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
         renew_watch(rt, pane)
     else:
         # Kept until the worker reports a change; it reports one before any message about
-        # the output that made it, so a read after a completed wait is never stale.
-        generation = pane.screen_generation
+        # the output that made it, so a read after a completed wait is never stale. A change
+        # it reported while this read was on its way is older than the answer (the worker
+        # sends its messages in order), so the answer is kept all the same.
         answer = await links.request(
             worker_link(rt, pane),
             rt.send,
@@ -65,10 +66,9 @@ async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
         )
         assert isinstance(answer, m.ScreenRead)
         kept = KeptRead(answer)
-        if pane.screen_generation == generation:
-            if len(pane.reads) >= READS_KEPT:
-                pane.reads.clear()  # a client varying `lines` must not pile up answers
-            pane.reads[lines] = kept
+        if len(pane.reads) >= READS_KEPT:
+            pane.reads.clear()  # a client varying `lines` must not pile up answers
+        pane.reads[lines] = kept
     return kept
 
 
@@ -76,6 +76,7 @@ def renew_watch(rt: Runtime, pane: Pane) -> None:
     """A kept read of ``pane`` was used: the worker hears so (it keeps the answer current for
     a while after), at most every WATCH_RENEW_S."""
     now = time.monotonic()
+    pane.read_used = now
     if now - pane.watch_renewed >= WATCH_RENEW_S:
         pane.watch_renewed = now
         link = rt.links.get(pane.key)
