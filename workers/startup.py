@@ -20,7 +20,7 @@ from pebrel import messages as m
 from pebrel import proctree
 from pebrel.zmqio import connect_worker, worker_connection
 from workers.app import Worker, WorkerConfig
-from workers.pty import SPAWNS_WITHOUT_FORK
+from workers.pty import SPAWNS_WITHOUT_FORK, PosixPty
 from workers.screen import PaneScreen
 
 logger = logging.getLogger(__name__)
@@ -54,10 +54,23 @@ def prepare(endpoint: str | None) -> Prepared:
     screen.feed(b"\x1b]133;A\x07user@host:~$ \x1b]133;B\x07")
     screen.read(24)
     ctx = sock = None
+    if SPAWNS_WITHOUT_FORK:
+        _touch_spawn_path()
     if endpoint and SPAWNS_WITHOUT_FORK:
         ctx = zmq.Context()
         sock = connect_worker(ctx, endpoint)
     return Prepared(asyncio.new_event_loop(), ctx, sock)
+
+
+def _touch_spawn_path() -> None:
+    """Start and reap one ``true`` on a PTY the way a pane's shell is started: the pages that
+    path writes (config parsing, openpty, posix_spawn, ...) are copied from the fork server
+    now. Measured: the shell's start took ~0.8 ms in a fresh spare, ~0.2 ms once touched."""
+    json.loads(json.dumps({"argv": ["true"], "env": {"A": "b"}, "cols": 80, "integrate": True}))
+    with contextlib.suppress(OSError):
+        pty = PosixPty(["true"], {"PATH": os.environ.get("PATH", os.defpath)}, os.getcwd(), 80, 24)
+        os.waitpid(pty.pid, 0)
+        pty.close_fd()
 
 
 def run_worker(config: WorkerConfig, report_fd: int, report_id: object, prepared: Prepared) -> None:
