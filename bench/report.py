@@ -136,10 +136,13 @@ METHOD = """\
   until it succeeds (first prompt drawn, OSC 133 seen, `true` ran); tmux `split-window -P -F
   '#{pane_pid}'` over control mode; first command: a new tmux pane running `tmux wait-for -S ch`
   while the control client blocks on `wait-for ch`. New panes are closed between samples.
-- Read: a full 24x80 screen. CLI: `pebrel pane read P --window W --lines 24` vs `tmux -L ...
-  capture-pane -p -t %N`, each a new process; the same CLI samples are also set against the bare
-  interpreter floor `python -c "import click, json, socket"` (the runtime's Python), taken
-  round-robin with the other two.
+- Read: a full 24x80 screen of a quiet pane, the same request again and again, as a client
+  polling a pane sends it: Pebrel's frontend adapter answers repeats from the router's kept
+  answer until the screen or the state changes (README, "How reads stay fast"); the first read
+  after a change crosses to the router. CLI: `pebrel pane read P --window W --lines 24` vs
+  `tmux -L ... capture-pane -p -t %N`, each a new process; the same CLI samples are also set
+  against the bare interpreter floor `python -c "import click, json, socket"` (the runtime's
+  Python), taken round-robin with the other two.
 - tmux `wait-for` in control mode answers at once and holds the client's next command until the
   signal, so the harness follows it with a no-op `display-message` (one extra control-mode round
   trip, ~0.1 ms, on tmux's side).
