@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Runtime, at_prompt, base_env, started_runtime
+from tests.e2e.polling import follow_ticks, ok
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -28,10 +29,7 @@ def test_repeats_are_answered_without_the_router(tmp_path: Path) -> None:
         client = rt.client()
 
         def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-            envelope = client.call(method, params)
-            assert envelope["ok"], envelope
-            result: dict[str, Any] = envelope["result"]
-            return result
+            return ok(client, method, params)
 
         first = call("pane.read", {"pane_id": 1, "lines": 24})
         snapshot = call("runtime.snapshot", {})
@@ -55,10 +53,7 @@ def test_a_change_is_seen_by_the_next_request(runtime: Runtime) -> None:
     client = runtime.client()
 
     def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        envelope = client.call(method, params)
-        assert envelope["ok"], envelope
-        result: dict[str, Any] = envelope["result"]
-        return result
+        return ok(client, method, params)
 
     for round_ in range(8):
         before = call("runtime.snapshot", {})
@@ -126,18 +121,7 @@ def test_reads_of_a_pane_whose_output_goes_on_are_renewed_in_the_adapter(tmp_pat
         )
         assert prompt["ok"], prompt
         before = _router_requests(rt, "pane.read")
-        asked = 0
-        seen: list[int] = []
-        while not seen or seen[-1] < 300:
-            answer = client.call("pane.read", params)
-            asked += 1
-            assert answer["ok"], answer
-            ticks = [int(t) for t in re.findall(r"^tick-(\d+)$", answer["result"]["text"], re.M)]
-            if ticks:
-                assert ticks == list(range(ticks[0], ticks[-1] + 1))  # one consistent screen
-                assert not seen or ticks[-1] >= seen[-1], (seen[-1], ticks)
-                seen.append(ticks[-1])
-            time.sleep(0.002)  # poll interval
+        seen, asked = follow_ticks(client, params, 300, pause_s=0.002)
         assert len(set(seen)) > 50
         routed = _router_requests(rt, "pane.read") - before
         assert routed * 10 < asked, (routed, asked)

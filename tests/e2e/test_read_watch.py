@@ -4,12 +4,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 
 from tests.conftest import Runtime, at_prompt
+from tests.e2e.polling import follow_ticks
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -57,15 +57,7 @@ def test_reads_follow_output_that_goes_on(runtime: Runtime) -> None:
         {"pane_id": 1, "text": "for i in $(seq 1 150); do echo tick-$i; sleep 0.01; done"},
     )
     assert prompt["ok"], prompt
-    seen: list[int] = []
-    while not seen or seen[-1] < 150:
-        answer = client.call("pane.read", {"pane_id": 1, "lines": 24})
-        assert answer["ok"], answer
-        ticks = [int(t) for t in re.findall(r"^tick-(\d+)$", answer["result"]["text"], re.M)]
-        if ticks:
-            assert ticks == list(range(ticks[0], ticks[-1] + 1))  # one consistent screen
-            assert not seen or ticks[-1] >= seen[-1], (seen[-1], ticks)
-            seen.append(ticks[-1])
+    seen, _ = follow_ticks(client, {"pane_id": 1, "lines": 24}, 150)
     assert len(set(seen)) > 10  # the copy was renewed as the loop went on, not once at the end
     waited = client.call(
         "pane.wait",
