@@ -101,14 +101,21 @@ def mark_submitted(rt: Runtime, pane: Pane) -> int:
     return pane.tracker.seq
 
 
-async def submit_line(rt: Runtime, pane: Pane, data: bytes, submit: bool) -> int:
-    """Type `data`, then Enter as a separate write; the running edge is set before any byte.
+async def submit_line(
+    rt: Runtime, pane: Pane, data: bytes, submit: bool, enter_apart: bool = True
+) -> int:
+    """Type `data`, then Enter as a separate write (TUIs read text and Enter in one read as a
+    paste); the running edge is set before any byte. ``enter_apart=False``: one write, for a
+    shell known to be at its prompt (pane.run), a round trip to the worker sooner.
 
     Returns the `after_seq` baseline: the seq right after the edge (or at the write, when no
     edge was set).
     """
     with writing(pane):
         baseline = mark_submitted(rt, pane) if submit else pane.tracker.seq
+        if submit and not enter_apart:
+            await write_input(rt, pane, data + b"\r")
+            return baseline
         if data:
             await write_input(rt, pane, data)
         if submit:

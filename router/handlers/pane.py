@@ -13,6 +13,9 @@ from router.handlers import Handler, Params, Result
 from router.runtime import Runtime
 from router.spawn import spawn_pane
 
+#: Stands for the new pane in the layout planned before its id is allocated.
+_PLANNED = -1
+
 
 async def split(rt: Runtime, params: Params) -> Result:
     target = rt.state.pane(params.get("window_id"), params.get("pane_id"))
@@ -29,7 +32,12 @@ async def split(rt: Runtime, params: Params) -> Result:
         exists = os.path.isabs(target.cwd) and os.path.isdir(target.cwd)
         directory = target.cwd if exists else rt.launch_cwd
     window, _, tab = rt.state.locate(target)
-    pane = await spawn_pane(rt, window, shell, directory, target.cols, target.rows)
+    # Started at the size it will have in the split: a resize right after would make the new
+    # shell redraw its first prompt (SIGWINCH) while it is still starting.
+    planned = layout.sizes(
+        layout.split_leaf(tab.root, target.pane_id, _PLANNED, direction), tab.cols, tab.rows
+    )[_PLANNED]
+    pane = await spawn_pane(rt, window, shell, directory, *planned)
     if target.key not in rt.state.panes:
         # The target closed while the new shell started: nothing to split any more.
         await rt.close_panes([pane])

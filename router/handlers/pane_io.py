@@ -207,7 +207,8 @@ async def run(rt: Runtime, params: Params) -> Result:
             {**pane_ids(pane), "task_state": tracker.state, **not_sent},
         )
     number = tracker.commands_started + 1
-    baseline = await submit_line(rt, pane, data, True)
+    # The integrated shell is at its prompt (checked above): it reads the line as typed.
+    baseline = await submit_line(rt, pane, data, True, enter_apart=False)
     submitted_at = time.monotonic()
     rt.commit()
     if not params.get("wait", True):
