@@ -19,6 +19,11 @@ from bench.tmux_side import TmuxPane
 # --------------------------------------------------------------------------- 3. creation
 
 
+#: After each side of a creation sample: a closed pane's processes exit, Pebrel's fork server
+#: forks its next spare 10 ms after one was taken and the spare warms up (~10 ms of CPU).
+CREATION_SETTLE_S = 0.05
+
+
 def creation(run: Run) -> None:
     b, cfg = run.bench, run.config
     spawn = run.row(
@@ -93,7 +98,7 @@ def creation(run: Run) -> None:
                             b.tmux.kill_pane(holder["pane"])
                     run.sample(prompt, "other", first_command)
 
-                run.pair(rep + i, pebrel_side, tmux_side)
+                run.pair(rep + i, pebrel_side, tmux_side, settle_s=CREATION_SETTLE_S)
             log(f"  creation rep {rep + 1}/{cfg.reps}")
     finally:
         b.close_windows([ppane.window_id], [tpane.window_id])

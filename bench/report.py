@@ -135,7 +135,10 @@ METHOD = """\
 - Pane creation: Pebrel `pane.split` (returns once the shell is spawned), then `pane.run true`
   until it succeeds (first prompt drawn, OSC 133 seen, `true` ran); tmux `split-window -P -F
   '#{pane_pid}'` over control mode; first command: a new tmux pane running `tmux wait-for -S ch`
-  while the control client blocks on `wait-for ch`. New panes are closed between samples.
+  while the control client blocks on `wait-for ch`. New panes are closed between samples, and
+  each side is followed by a 50 ms pause, so what it set off (its closed pane's processes
+  exiting; Pebrel's fork server forking and warming its next spare) is not timed against the
+  other side.
 - Read: a full 24x80 screen of a quiet pane, the same request again and again, as a client
   polling a pane sends it: Pebrel's frontend adapter answers repeats from the router's kept
   answer until the screen or the state changes (README, "How reads stay fast"); the first read

@@ -105,10 +105,16 @@ class Run:
             except Exception as exc:
                 log(f"  could not reconnect {type(side).__name__}: {exc!r}")
 
-    def pair(self, index: int, a: Callable[[], None], b: Callable[[], None]) -> None:
-        """Run the two sides of one sample, alternating which goes first."""
+    def pair(
+        self, index: int, a: Callable[[], None], b: Callable[[], None], settle_s: float = 0.0
+    ) -> None:
+        """Run the two sides of one sample, alternating which goes first; ``settle_s``: a
+        pause after each side, so what it set off (a process exiting, a spare being forked)
+        is not timed against the other."""
         for step in (a, b) if index % 2 == 0 else (b, a):
             step()
+            if settle_s:
+                time.sleep(settle_s)
 
     def sample_pairs(
         self,
