@@ -106,6 +106,8 @@ class EncodedResult(NamedTuple):
 
     json: bytes
     reusable: bool = False
+    #: A pane.read's (window_id, pane_id, lines), as the handler resolved them.
+    read_of: tuple[int, int, int] | None = None
 
 
 def ok_line_encoded(request_id: RequestId, result_json: bytes) -> bytes:

@@ -293,6 +293,8 @@ class ScreenChanged(Message):
     type: ClassVar[str] = "screen_changed"
     window_id: int
     pane_id: int
+    #: How many change reports (ScreenChanged, ScreenUpdated) the worker has sent, this one too.
+    reports: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,6 +314,8 @@ class ScreenUpdated(Message):
     lines: list[str]
     history_available: int
     truncated: bool
+    #: How many change reports (ScreenChanged, ScreenUpdated) the worker has sent, this one too.
+    reports: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,11 +378,15 @@ class PasteWritten(Message):
 
 @dataclass(frozen=True, slots=True)
 class ScreenRead(Message):
+    """The screen as the worker had it; ``reports``: change reports it had sent before (a kept
+    answer is stale if the router has seen a later one by the time it would keep it)."""
+
     type: ClassVar[str] = "screen_read"
     request_id: int
     lines: list[str]
     history_available: int
     truncated: bool
+    reports: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,6 @@ from typing import Any
 from pebrel import messages as m
 from pebrel.envelope import EncodedResult
 from pebrel.errors import PebrelError
-from pebrel.model import READ_DEFAULT_LINES
 from router.handlers import pane_io
 from router.runtime import Runtime
 from router.state import Pane
@@ -42,14 +41,20 @@ class AnswerSync:
         """Whether the answer to ``request`` may be kept by the adapter (noted if so)."""
         if not (result.reusable and request.cache_slot and not self.rt.closing):
             return False
-        if request.method == "pane.read":
-            params = request.params  # resolved by the handler a moment ago, no await since
-            pane = self.rt.state.pane(params.get("window_id"), params["pane_id"])
-            lines = params.get("lines", READ_DEFAULT_LINES)
+        if result.read_of is not None:
+            window_id, pane_id, lines = result.read_of
+            pane = self.rt.state.panes.get((window_id, pane_id))
+            if pane is None:  # closed while the read was on its way
+                return False
+            if "window_id" not in request.params and self._ambiguous(pane_id):
+                return False  # a pane with its id came meanwhile: the request is ambiguous now
             self.reads.setdefault(pane.key, set()).add(lines)
             pane.read_used = time.monotonic()
         self.keeps = True
         return True
+
+    def _ambiguous(self, pane_id: int) -> bool:
+        return sum(1 for _, pid in self.rt.state.panes if pid == pane_id) > 1
 
     def stale(self, pane: Pane | None = None) -> None:
         """What the adapter kept (all of it, or a pane's reads) no longer holds."""

@@ -181,7 +181,12 @@ class RouterApp:
         reusable = False
         if isinstance(result, EncodedResult):  # encoded once, kept by the router
             encoded = result.json
-            reusable = ok and self.answers.answered(request, result)
+            try:
+                reusable = ok and self.answers.answered(request, result)
+            except Exception:  # the answer still goes out, only not to be kept
+                logger.exception(
+                    "could not note a reusable answer", extra={"method": request.method}
+                )
         else:
             plain = result
         self.to_frontend(

@@ -165,10 +165,12 @@ class Runtime:
             if state is not None or message.state == "end":
                 self.agent_evidence(pane, state, "program", message.kind, message.session_id, None)
         elif isinstance(message, m.ScreenChanged):
+            pane.screen_reports = message.reports
             pane.reads.clear()
             self.on_answers_stale(pane)
             return  # nothing a client sees changed yet: no revision bump
         elif isinstance(message, m.ScreenUpdated):
+            pane.screen_reports = message.reports
             pane.reads.clear()
             pane.reads[message.read_lines] = KeptRead(
                 m.ScreenRead(
@@ -176,6 +178,7 @@ class Runtime:
                     lines=message.lines,
                     history_available=message.history_available,
                     truncated=message.truncated,
+                    reports=message.reports,
                 )
             )
             self.on_read_renewed(pane, message.read_lines)
@@ -360,6 +363,10 @@ class Runtime:
 
     def resize_tab(self, win: Window, tab: Tab) -> None:
         for pane in self.state.apply_sizes(win.window_id, tab):
+            # Its kept reads show the old size until the worker, which gets the resize
+            # first, answers or reports again.
+            pane.reads.clear()
+            self.on_answers_stale(pane)
             link = self.links.get(pane.key)
             if link is None:
                 continue

@@ -47,6 +47,8 @@ class Pane:
     agents: PaneAgents = field(default_factory=PaneAgents)
     # The worker's read answers by line count, until it reports a screen change (pane.read).
     reads: dict[int, KeptRead] = field(default_factory=dict)
+    # The worker's count of change reports, as of its last ScreenChanged / ScreenUpdated.
+    screen_reports: int = 0
     # When the worker was last told its kept read is still in use (ScreenWatched).
     watch_renewed: float = float("-inf")
     # When a kept read of this pane was last given (by the router or, as reported, the adapter).

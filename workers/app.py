@@ -258,12 +258,15 @@ class Worker:
         elif isinstance(message, m.ReadScreen):
             self.on_readable_all()
             result = self.screen.read(message.lines, message.max_bytes)
+            if self.reads.dirty:  # the change report goes first: ``reports`` counts it
+                self.reads.flush()
             self.send(
                 m.ScreenRead(
                     request_id=message.request_id,
                     lines=result.lines,
                     history_available=result.history_available,
                     truncated=result.truncated,
+                    reports=self.reads.reports,
                 )
             )
             if message.keep:

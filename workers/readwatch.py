@@ -51,6 +51,7 @@ class ReadWatch:
         self._read = read
         self._transmit = transmit
         self.answered = False  # the router keeps an answer of ours, good until we say otherwise
+        self.reports = 0  # change reports sent (ScreenChanged, ScreenUpdated)
         self.dirty = False  # the screen changed since the router's copy was made
         self._lines = 0
         self._max_bytes = 0
@@ -78,8 +79,7 @@ class ReadWatch:
             return
         now = time.monotonic()
         if now >= self._until:
-            self.answered = False
-            self._transmit(m.ScreenChanged(**self._ids))
+            self._changed()
             return
         self.dirty = True
 
@@ -114,11 +114,11 @@ class ReadWatch:
         self.dirty = False
         now = time.monotonic()
         if now >= self._until:
-            self.answered = False
-            self._transmit(m.ScreenChanged(**self._ids))
+            self._changed()
             return
         result = self._read(self._lines, self._max_bytes)
         self._published = now
+        self.reports += 1
         self._transmit(
             m.ScreenUpdated(
                 **self._ids,
@@ -126,8 +126,15 @@ class ReadWatch:
                 lines=result.lines,
                 history_available=result.history_available,
                 truncated=result.truncated,
+                reports=self.reports,
             )
         )
+
+    def _changed(self) -> None:
+        """The watch lapsed: the router's kept answers are stale, and stay unrenewed."""
+        self.answered = False
+        self.reports += 1
+        self._transmit(m.ScreenChanged(**self._ids, reports=self.reports))
 
     def close(self) -> None:
         self._cancel()

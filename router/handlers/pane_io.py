@@ -57,8 +57,9 @@ async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
     else:
         # Kept until the worker reports a change; it reports one before any message about
         # the output that made it, so a read after a completed wait is never stale. A change
-        # it reported while this read was on its way is older than the answer (the worker
-        # sends its messages in order), so the answer is kept all the same.
+        # reported while this read was on its way is older than the answer (it counts it); one
+        # reported after the answer but handled before this task resumed is newer: then the
+        # answer is given but not kept.
         answer = await links.request(
             worker_link(rt, pane),
             rt.send,
@@ -66,9 +67,10 @@ async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
         )
         assert isinstance(answer, m.ScreenRead)
         kept = KeptRead(answer)
-        if len(pane.reads) >= READS_KEPT:
-            pane.reads.clear()  # a client varying `lines` must not pile up answers
-        pane.reads[lines] = kept
+        if answer.reports >= pane.screen_reports:
+            if len(pane.reads) >= READS_KEPT:
+                pane.reads.clear()  # a client varying `lines` must not pile up answers
+            pane.reads[lines] = kept
     return kept
 
 
@@ -131,6 +133,7 @@ async def read(rt: Runtime, params: Params) -> EncodedResult:
     return EncodedResult(
         read_json(pane, lines, kept),
         reusable=pane.reads.get(lines) is kept,  # good until the screen or the state changes
+        read_of=(pane.window_id, pane.pane_id, lines),
     )
 
 

@@ -5,12 +5,14 @@ the router, and a change is seen by the first request after the one that made it
 from __future__ import annotations
 
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pebrel.client import Client
 from tests.conftest import Runtime, at_prompt, base_env, started_runtime
 from tests.e2e.polling import follow_ticks, ok
 
@@ -125,3 +127,77 @@ def test_reads_of_a_pane_whose_output_goes_on_are_renewed_in_the_adapter(tmp_pat
         assert len(set(seen)) > 50
         routed = _router_requests(rt, "pane.read") - before
         assert routed * 10 < asked, (routed, asked)
+
+
+def test_reads_naming_no_window_in_flight_when_another_pane_1_appears_are_answered(
+    runtime: Runtime,
+) -> None:
+    """A read that resolved its pane before another window's pane 1 existed still gets its
+    answer (it must not be kept: the same request is ambiguous from then on)."""
+    at_prompt(runtime)
+    stop = threading.Event()
+    problems: list[str] = []
+    codes: list[str] = []
+
+    def hammer(first: int) -> None:
+        with Client(runtime.data_dir, timeout_s=5) as client:
+            lines = first
+            while not stop.is_set():
+                lines = lines % 2000 + 1  # a new line count each time: the worker answers
+                try:
+                    envelope = client.call("pane.read", {"pane_id": 1, "lines": lines})
+                except OSError as exc:
+                    problems.append(f"pane.read lines={lines}: {exc!r}")
+                    return
+                if not envelope["ok"]:
+                    codes.append(envelope["error"]["code"])
+                    return
+
+    threads = [threading.Thread(target=hammer, args=(500 * n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(0.3)  # reads in flight
+        runtime.ok("window.create", {})
+        deadline = time.monotonic() + 10
+        while len(codes) < len(threads) and not problems and time.monotonic() < deadline:
+            time.sleep(0.05)  # poll interval: each reader stops at its first error
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(15)
+    assert problems == []
+    assert codes == ["ambiguous_target"] * len(threads)
+    assert runtime.error("pane.read", {"pane_id": 1, "lines": 7})["code"] == "ambiguous_target"
+
+
+def test_reads_of_other_line_counts_racing_a_run_never_leave_its_end_out(
+    runtime: Runtime,
+) -> None:
+    """Reads on other connections keep the worker answering and renewing while each command
+    runs; the reads after every completed run must all show its last line."""
+    at_prompt(runtime)
+    stop = threading.Event()
+
+    def hammer() -> None:
+        with Client(runtime.data_dir) as client:
+            count = 0
+            while not stop.is_set():
+                count += 1
+                client.call("pane.read", {"pane_id": 1, "lines": 20 + count % 3})
+
+    threads = [threading.Thread(target=hammer) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    client = runtime.client()
+    try:
+        for round_ in range(30):
+            end = f"END-{round_}-X"
+            ok(client, "pane.run", {"pane_id": 1, "command": f"seq 1 {2000 + round_}; echo {end}"})
+            for lines in (20, 21, 22, 24):
+                text = ok(client, "pane.read", {"pane_id": 1, "lines": lines})["text"]
+                assert end in text, (round_, lines, text[-200:])
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(15)

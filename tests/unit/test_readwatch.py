@@ -59,6 +59,7 @@ def test_first_change_goes_out_at_once_then_when_the_output_pauses(
                 lines=["screen 1", "24 1000"],
                 history_available=0,
                 truncated=False,
+                reports=1,
             )
         ]
         watch.changing()
@@ -66,6 +67,7 @@ def test_first_change_goes_out_at_once_then_when_the_output_pauses(
         assert len(sent) == 1 and watch.dirty  # within the interval: held
         await asyncio.sleep(0.1)  # no more output: out once it paused for QUIET_S
         assert len(sent) == 2 and not watch.dirty
+        assert [msg.reports for msg in sent] == [1, 2]  # type: ignore[attr-defined]
         assert isinstance(sent[1], m.ScreenUpdated) and sent[1].lines[0] == "screen 2"
 
     asyncio.run(main())
@@ -97,7 +99,7 @@ def test_a_lapsed_watch_falls_back_to_screen_changed_once(
         watch.changed()
         watch.changing()
         watch.changed()
-        assert sent == [m.ScreenChanged(**IDS)]
+        assert sent == [m.ScreenChanged(**IDS, reports=1)]
         assert not watch.answered
 
     asyncio.run(main())
