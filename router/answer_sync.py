@@ -46,15 +46,19 @@ class AnswerSync:
             pane = self.rt.state.panes.get((window_id, pane_id))
             if pane is None:  # closed while the read was on its way
                 return False
-            if "window_id" not in request.params and self._ambiguous(pane_id):
-                return False  # a pane with its id came meanwhile: the request is ambiguous now
+            if "window_id" not in request.params and not self._resolves_to(pane):
+                return False  # e.g. a pane with its id came meanwhile: ambiguous now
             self.reads.setdefault(pane.key, set()).add(lines)
             pane.read_used = time.monotonic()
         self.keeps = True
         return True
 
-    def _ambiguous(self, pane_id: int) -> bool:
-        return sum(1 for _, pid in self.rt.state.panes if pid == pane_id) > 1
+    def _resolves_to(self, pane: Pane) -> bool:
+        """Whether a read naming only the pane's id still finds this pane."""
+        try:
+            return self.rt.state.pane(None, pane.pane_id) is pane
+        except PebrelError:
+            return False
 
     def stale(self, pane: Pane | None = None) -> None:
         """What the adapter kept (all of it, or a pane's reads) no longer holds."""
@@ -88,6 +92,6 @@ class AnswerSync:
         """The adapter gives a kept answer to this request."""
         if method != "pane.read":
             return
-        with contextlib.suppress(PebrelError, KeyError, TypeError):
+        with contextlib.suppress(PebrelError):  # closed since: nothing to keep current
             pane = self.rt.state.pane(params.get("window_id"), params["pane_id"])
             pane_io.renew_watch(self.rt, pane)

@@ -166,12 +166,11 @@ class Runtime:
                 self.agent_evidence(pane, state, "program", message.kind, message.session_id, None)
         elif isinstance(message, m.ScreenChanged):
             pane.screen_reports = message.reports
-            pane.reads.clear()
-            self.on_answers_stale(pane)
+            self.drop_kept_reads(pane)
             return  # nothing a client sees changed yet: no revision bump
         elif isinstance(message, m.ScreenUpdated):
             pane.screen_reports = message.reports
-            pane.reads.clear()
+            pane.reads.clear()  # the renewal below replaces the frontend's copies
             pane.reads[message.read_lines] = KeptRead(
                 m.ScreenRead(
                     request_id=0,
@@ -361,12 +360,17 @@ class Runtime:
         if win.active_tab >= index and win.active_tab > 0:
             win.active_tab -= 1
 
+    def drop_kept_reads(self, pane: Pane) -> None:
+        """The pane's screen changed: read answers kept for it (here and in the frontend)
+        no longer hold."""
+        pane.reads.clear()
+        self.on_answers_stale(pane)
+
     def resize_tab(self, win: Window, tab: Tab) -> None:
         for pane in self.state.apply_sizes(win.window_id, tab):
             # Its kept reads show the old size until the worker, which gets the resize
             # first, answers or reports again.
-            pane.reads.clear()
-            self.on_answers_stale(pane)
+            self.drop_kept_reads(pane)
             link = self.links.get(pane.key)
             if link is None:
                 continue

@@ -133,10 +133,6 @@ class Worker:
             return
         self.inbox.sent()
 
-    def _screen_changing(self) -> None:
-        """The router's kept read answer is about to go stale (renewed or dropped)."""
-        self.reads.changing()
-
     def _ids(self) -> dict[str, int]:
         return {"window_id": self.config.window_id, "pane_id": self.config.pane_id}
 
@@ -161,7 +157,7 @@ class Worker:
                 if fact is not None:
                     self.send(fact)
             else:
-                self._screen_changing()
+                self.reads.changing()  # the router's kept read goes stale
                 try:
                     for start in range(0, len(part), FEED_SLICE):
                         self.screen.feed(part[start : start + FEED_SLICE])
@@ -274,7 +270,7 @@ class Worker:
         elif isinstance(message, m.ScreenWatched):
             self.reads.renew()
         elif isinstance(message, m.ResizePty):
-            self._screen_changing()
+            self.reads.changing()  # the router's kept read goes stale
             self.screen.resize(message.cols, message.rows)
             self.screen_rules.screen_changed()
             if not self.exited:

@@ -160,7 +160,7 @@ class FastIngest:
             if not self.pending and not self._ready():
                 pos = self._feed_slow(data, pos)
                 continue
-            if not pos and not data.translate(None, _PLAIN):
+            if not pos and b"\x1b" not in data and not data.translate(None, _PLAIN):
                 stop = end  # the usual flood chunk: a quarter of the regular expression's cost
             else:
                 stop = _SAFE_RUN.match(data, pos).end()  # type: ignore[union-attr]

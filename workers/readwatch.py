@@ -57,6 +57,7 @@ class ReadWatch:
         self._max_bytes = 0
         self._until = float("-inf")
         self._published = float("-inf")
+        self._last_output = float("-inf")
         self._timer: asyncio.TimerHandle | None = None
 
     def answered_read(self, lines: int, max_bytes: int) -> None:
@@ -89,14 +90,24 @@ class ReadWatch:
         if not self.dirty:
             return
         now = time.monotonic()
-        due = self._published + PUBLISH_INTERVAL_S
-        if now >= due:
+        if now >= self._published + PUBLISH_INTERVAL_S:
             self.publish()
             return
-        self._cancel()
-        self._timer = asyncio.get_running_loop().call_later(
-            min(due, now + QUIET_S) - now, self.publish
-        )
+        self._last_output = now
+        if self._timer is None:  # one timer per pending renewal, not one per chunk of a flood
+            self._arm(now)
+
+    def _arm(self, now: float) -> None:
+        at = min(self._published + PUBLISH_INTERVAL_S, self._last_output + QUIET_S)
+        self._timer = asyncio.get_running_loop().call_later(max(0.0, at - now), self._due)
+
+    def _due(self) -> None:
+        self._timer = None
+        now = time.monotonic()
+        if now < self._published + PUBLISH_INTERVAL_S and now < self._last_output + QUIET_S:
+            self._arm(now)  # more output came: wait for it to pause, or for the interval
+            return
+        self.publish()
 
     def flush(self) -> None:
         """Renew the copy before another message goes out (it does not count against the
