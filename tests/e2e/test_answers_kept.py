@@ -139,7 +139,7 @@ def test_reads_naming_no_window_in_flight_when_another_pane_1_appears_are_answer
     problems: list[str] = []
     codes: list[str] = []
 
-    def hammer(first: int) -> None:
+    def hammer(first: int, reading: threading.Event) -> None:
         with Client(runtime.data_dir, timeout_s=5) as client:
             lines = first
             while not stop.is_set():
@@ -152,12 +152,15 @@ def test_reads_naming_no_window_in_flight_when_another_pane_1_appears_are_answer
                 if not envelope["ok"]:
                     codes.append(envelope["error"]["code"])
                     return
+                reading.set()
 
-    threads = [threading.Thread(target=hammer, args=(500 * n,)) for n in range(4)]
+    reading = [threading.Event() for _ in range(4)]
+    threads = [threading.Thread(target=hammer, args=(500 * n, reading[n])) for n in range(4)]
     for thread in threads:
         thread.start()
     try:
-        time.sleep(0.3)  # reads in flight
+        for event in reading:  # every reader has had an answer and keeps reading
+            assert event.wait(10)
         runtime.ok("window.create", {})
         deadline = time.monotonic() + 10
         while len(codes) < len(threads) and not problems and time.monotonic() < deadline:
