@@ -91,7 +91,8 @@ def _child(
         if not line:  # the fork server closed our pipe: no pane for this spare
             os._exit(0)
         request = json.loads(line)
-        gc.unfreeze()
+        # What the fork server froze stays frozen: a collection never walks (and writes the
+        # headers of) the objects shared with it, which would copy every page they are on.
         startup.run_worker(
             worker_app.WorkerConfig(**request["config"]), report_fd, request.get("id"), prepared
         )

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 from dataclasses import dataclass
 
@@ -20,8 +21,10 @@ from pebrel import messages as m
 from pebrel import proctree
 from pebrel.zmqio import connect_worker, worker_connection
 from workers.app import Worker, WorkerConfig
-from workers.pty import SPAWNS_WITHOUT_FORK, PosixPty
+from workers.osc import OscEvent
+from workers.pty import SPAWNS_WITHOUT_FORK
 from workers.screen import PaneScreen
+from workers.shells import launch_spec
 
 logger = logging.getLogger(__name__)
 
@@ -49,28 +52,88 @@ class Prepared:
 
 def prepare(endpoint: str | None) -> Prepared:
     """Get a spare worker ready: its loop, its connection to the router (``endpoint``), and
-    one pass over the screen code, so the pages it writes are copied before a pane waits."""
-    screen = PaneScreen(80, 24, 100, write_back=lambda data: None)
-    screen.feed(b"\x1b]133;A\x07user@host:~$ \x1b]133;B\x07")
-    screen.read(24)
+    one pass over a worker's start, so the pages it writes are copied before a pane waits."""
+    loop = asyncio.new_event_loop()
     ctx = sock = None
     if SPAWNS_WITHOUT_FORK:
-        _touch_spawn_path()
+        _touch_worker_path(loop)
+    else:  # ptyprocess forks: no trial shell here, only the screen code
+        screen = PaneScreen(80, 24, 100, write_back=lambda data: None)
+        screen.feed(_SAMPLE_OUTPUT)
+        screen.read(24)
     if endpoint and SPAWNS_WITHOUT_FORK:
         ctx = zmq.Context()
         sock = connect_worker(ctx, endpoint)
-    return Prepared(asyncio.new_event_loop(), ctx, sock)
+    return Prepared(loop, ctx, sock)
 
 
-def _touch_spawn_path() -> None:
-    """Start and reap one ``true`` on a PTY the way a pane's shell is started: the pages that
-    path writes (config parsing, openpty, posix_spawn, ...) are copied from the fork server
-    now. Measured: the shell's start took ~0.8 ms in a fresh spare, ~0.2 ms once touched."""
-    json.loads(json.dumps({"argv": ["true"], "env": {"A": "b"}, "cols": 80, "integrate": True}))
-    with contextlib.suppress(OSError):
-        pty = PosixPty(["true"], {"PATH": os.environ.get("PATH", os.defpath)}, os.getcwd(), 80, 24)
-        os.waitpid(pty.pid, 0)
-        pty.close_fd()
+#: What a shell's first prompt looks like to a worker: marks, a cwd report, a title, text.
+_SAMPLE_OUTPUT = (
+    b"\x1b]133;D;0\x07\x1b]7;file://host/tmp\x07\x1b]0;user@host: ~\x07"
+    b"\x1b]133;A\x07\x1b[01;32muser@host\x1b[00m:~$ \x1b]133;B\x07"
+)
+
+
+def _touch_worker_path(loop: asyncio.AbstractEventLoop) -> None:
+    """Start a worker on ``true`` the way a pane's worker starts, feed it a prompt, and undo
+    it all. A forked spare shares the fork server's memory copy-on-write: every object a
+    start touches (if only a reference count) costs a page copy the first time. Measured on
+    a split: the worker spent ~2.5 ms of CPU from its config to its loop in a spare warmed
+    only on the spawn path, competing with the new shell and the router for the cores."""
+    raw = json.dumps(
+        {
+            "endpoint": "",
+            "window_id": 0,
+            "pane_id": 0,
+            "argv": ["true"],
+            "integrate": False,
+            "env": {"PATH": os.environ.get("PATH", os.defpath)},
+            "cwd": os.getcwd(),
+            "cols": 80,
+            "rows": 24,
+            "scrollback_lines": 100,
+            "log_path": "",
+        }
+    )
+    config = WorkerConfig(**json.loads(raw))
+    launch_spec("bash", os.environ)
+    try:
+        worker = Worker(config)
+    except OSError:
+        return
+    try:
+        for part in worker.scanner.feed(_SAMPLE_OUTPUT):
+            if isinstance(part, OscEvent):
+                fact = worker.osc.message(part)
+                if fact is not None:
+                    m.encode(fact)
+            else:
+                worker.screen.feed(part)
+        worker.screen_rules.screen_changed()
+        worker.screen.read(24)
+        m.encode(m.PaneStarted(window_id=0, pane_id=0, worker_pid=0, shell_pid=0, integrated=True))
+        loop.run_until_complete(_touch_loop(worker, loop))
+    finally:
+        worker.screen_rules.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(worker.pty.pid, 0)
+        worker.pty.close_fd()
+
+
+async def _touch_loop(worker: Worker, loop: asyncio.AbstractEventLoop) -> None:
+    """The loop side of a worker's start (its handlers, readers, child watcher), undone."""
+    signals = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    for sig in signals:
+        loop.add_signal_handler(sig, lambda: None)
+    worker.execs.install(loop)
+    loop.add_reader(worker.pty.fd, lambda: None)
+    await asyncio.sleep(0)
+    loop.remove_reader(worker.pty.fd)
+    for sig in (*signals, signal.SIGCHLD):
+        loop.remove_signal_handler(sig)
+    worker.execs.close()
+    if worker.execs.watcher is not None:  # the worker's own replaces it as the loop's
+        worker.execs.watcher.close()
 
 
 def run_worker(config: WorkerConfig, report_fd: int, report_id: object, prepared: Prepared) -> None:
