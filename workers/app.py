@@ -41,6 +41,8 @@ FOREGROUND_POLL_S = 0.05
 FEED_SLICE = 16 * 1024
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
+#: The signals that stop a worker (it closes its pane's process tree first).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +69,16 @@ class Worker:
         on_spawned: Callable[[int, bool], None] | None = None,
         ctx: zmq.Context[zmq.SyncSocket] | None = None,
         sock: zmq.SyncSocket | None = None,
+        stopped: asyncio.Event | None = None,
     ) -> None:
         """Start the pane's shell first (``on_spawned(shell_pid, integrated)`` runs right
         after, so the router can answer), then build everything that reads its output.
         ``ctx``, ``sock``: a ZeroMQ context and a socket connected to the router, made ahead
-        of time by a spare worker (only with the posix_spawn backend)."""
+        of time by a spare worker (only with the posix_spawn backend). ``stopped``: an event
+        the STOP_SIGNALS already set (a spare installs their handlers while it waits)."""
         self.config = config
+        self.own_signals = stopped is None
+        self.stopped = stopped if stopped is not None else asyncio.Event()
         self.ctx = ctx
         self.sock = sock
         self.inbox: Inbox | None = None  # made with the socket's reader, in run()
@@ -112,7 +118,6 @@ class Worker:
         self.shell_in_foreground = True
         self.exited = False
         self.exit_task: asyncio.Task[None] | None = None
-        self.stopped = asyncio.Event()
         # The router's kept pane.read answer, renewed while the screen changes.
         self.reads = ReadWatch(self._ids(), self.screen.read, lambda msg: self._transmit(msg))
 
@@ -344,8 +349,9 @@ class Worker:
         )
         loop.add_reader(self.pty.fd, self.on_readable)
         self.execs.install(loop)
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        if self.own_signals:
+            for sig in STOP_SIGNALS:
+                loop.add_signal_handler(sig, stop.set)
         poll = loop.create_task(self._poll_foreground())
         fd = sock.fileno()
         loop.add_reader(fd, self._receive)

@@ -35,7 +35,6 @@ from typing import Any
 
 from pebrel import proctree
 from pebrel.screenrules import shipped_rules
-from workers import app as worker_app
 from workers import startup
 from workers.shells import launch_spec
 
@@ -45,17 +44,6 @@ worker and shell are starting on the same cores."""
 SPARE_RETRY_S = 1.0
 """How long after a failed fork, or a spare that died unused, the next one is tried (a spare
 that cannot start, say a vanished endpoint, must not become a fork loop)."""
-
-
-def _read_line(fd: int) -> bytes:
-    """Everything up to the first newline (b"" on EOF before one)."""
-    data = b""
-    while b"\n" not in data:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            return b""
-        data += chunk
-    return data.split(b"\n", 1)[0]
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -85,17 +73,7 @@ def _child(
         os.dup2(devnull, 1)
         os.close(devnull)
         os.setsid()
-        prepared = startup.prepare(endpoint)
-        line = _read_line(config_r)
-        os.close(config_r)
-        if not line:  # the fork server closed our pipe: no pane for this spare
-            os._exit(0)
-        request = json.loads(line)
-        # What the fork server froze stays frozen: a collection never walks (and writes the
-        # headers of) the objects shared with it, which would copy every page they are on.
-        startup.run_worker(
-            worker_app.WorkerConfig(**request["config"]), report_fd, request.get("id"), prepared
-        )
+        startup.serve(startup.prepare(endpoint), config_r, report_fd)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1

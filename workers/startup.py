@@ -1,7 +1,8 @@
 """A pane worker's process entry: getting a spare ready, the shell report, the run.
 
-The fork server calls :func:`run_worker` in each forked child; :func:`configure_logging` is
-also run once in the fork server itself, so its children inherit the handler.
+The fork server calls :func:`prepare`, then :func:`serve`, in each forked child;
+:func:`configure_logging` is also run once in the fork server itself, so its children inherit
+the handler.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import zmq
 from pebrel import messages as m
 from pebrel import proctree
 from pebrel.zmqio import connect_worker, worker_connection
-from workers.app import Worker, WorkerConfig
+from workers.app import STOP_SIGNALS, Worker, WorkerConfig
 from workers.osc import OscEvent
 from workers.pty import SPAWNS_WITHOUT_FORK
 from workers.screen import PaneScreen
@@ -44,6 +45,9 @@ class Prepared:
     these, and for the copy-on-write faults they cause, after its shell has started."""
 
     loop: asyncio.AbstractEventLoop
+    #: Set by SIGTERM, SIGHUP or SIGINT: the spare installs the handlers while it waits, and
+    #: its worker stops on the same event.
+    stopped: asyncio.Event
     #: Only where the shell is started with posix_spawn: ptyprocess forks, and a process
     #: with a ZeroMQ context must never fork (TRAPS).
     ctx: zmq.Context[zmq.SyncSocket] | None
@@ -64,7 +68,10 @@ def prepare(endpoint: str | None) -> Prepared:
     if endpoint and SPAWNS_WITHOUT_FORK:
         ctx = zmq.Context()
         sock = connect_worker(ctx, endpoint)
-    return Prepared(loop, ctx, sock)
+    stopped = asyncio.Event()
+    for sig in STOP_SIGNALS:  # ~0.1 ms each (asyncio checks every signal number)
+        loop.add_signal_handler(sig, stopped.set)
+    return Prepared(loop, stopped, ctx, sock)
 
 
 #: What a shell's first prompt looks like to a worker: marks, a cwd report, a title, text.
@@ -121,28 +128,74 @@ def _touch_worker_path(loop: asyncio.AbstractEventLoop) -> None:
 
 
 async def _touch_loop(worker: Worker, loop: asyncio.AbstractEventLoop) -> None:
-    """The loop side of a worker's start (its handlers, readers, child watcher), undone."""
-    signals = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
-    for sig in signals:
-        loop.add_signal_handler(sig, lambda: None)
+    """The loop side of a worker's start (its reader, child watcher), undone."""
     worker.execs.install(loop)
     loop.add_reader(worker.pty.fd, lambda: None)
     await asyncio.sleep(0)
     loop.remove_reader(worker.pty.fd)
-    for sig in (*signals, signal.SIGCHLD):
-        loop.remove_signal_handler(sig)
+    loop.remove_signal_handler(signal.SIGCHLD)
     worker.execs.close()
     if worker.execs.watcher is not None:  # the worker's own replaces it as the loop's
         worker.execs.watcher.close()
 
 
-def run_worker(config: WorkerConfig, report_fd: int, report_id: object, prepared: Prepared) -> None:
-    """Run one pane worker until its pane closes (the fork server's child entry).
+def serve(prepared: Prepared, config_fd: int, report_fd: int) -> None:
+    """The fork server's child entry: wait in the spare's loop for a pane's config on
+    ``config_fd`` (a line ``{"id": N, "config": {...}}``), then run its worker until the
+    pane closes. EOF or a stop signal first: no pane for this spare."""
+    with asyncio.Runner(loop_factory=lambda: prepared.loop) as runner:
+        runner.run(_serve(prepared, config_fd, report_fd))
+
+
+async def _serve(prepared: Prepared, config_fd: int, report_fd: int) -> None:
+    line = await _config_line(config_fd, prepared.stopped)
+    os.close(config_fd)
+    if not line:
+        return
+    request = json.loads(line)
+    # What the fork server froze stays frozen: a collection never walks (and writes the
+    # headers of) the objects shared with it, which would copy every page they are on.
+    worker = start_worker(WorkerConfig(**request["config"]), report_fd, request.get("id"), prepared)
+    await worker.run()
+
+
+async def _config_line(fd: int, stopped: asyncio.Event) -> bytes:
+    """The first line read from ``fd``; b"" on EOF before one, or once ``stopped`` is set."""
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[bytes] = loop.create_future()
+    data = bytearray()
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        data.extend(chunk)
+        if not line.done() and (not chunk or b"\n" in chunk):
+            line.set_result(bytes(data.partition(b"\n")[0]) if b"\n" in data else b"")
+
+    os.set_blocking(fd, False)
+    loop.add_reader(fd, readable)
+    stop = loop.create_task(stopped.wait())
+    try:
+        await asyncio.wait((line, stop), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        loop.remove_reader(fd)
+        stop.cancel()
+    return line.result() if line.done() else b""
+
+
+def start_worker(
+    config: WorkerConfig, report_fd: int, report_id: object, prepared: Prepared
+) -> Worker:
+    """Start a pane's shell and build its worker (call on the running loop).
 
     Once the shell runs, ``{"id": report_id, "shell_pid": S, "integrated": B}`` goes to
     ``report_fd`` (one line, one write, then the fd is closed): the router answers the pane's
     start from it before this worker has even connected. If the shell cannot start, the line
-    says ``"shell_pid": null`` and the PaneStartFailed over ZeroMQ explains why.
+    says ``"shell_pid": null`` and the PaneStartFailed over ZeroMQ explains why (then exits).
     """
     # The fork server's child has its parent-death signal and logging set up already.
     proctree.set_child_subreaper()
@@ -158,7 +211,9 @@ def run_worker(config: WorkerConfig, report_fd: int, report_id: object, prepared
             unreported = None
 
     try:
-        worker = Worker(config, report, ctx=prepared.ctx, sock=prepared.sock)
+        worker = Worker(
+            config, report, ctx=prepared.ctx, sock=prepared.sock, stopped=prepared.stopped
+        )
     except Exception as exc:
         report(None, False)
         logger.exception("pane start failed")
@@ -173,5 +228,4 @@ def run_worker(config: WorkerConfig, report_fd: int, report_id: object, prepared
         sock.close()
         ctx.term()
         sys.exit(1)
-    with asyncio.Runner(loop_factory=lambda: prepared.loop) as runner:
-        runner.run(worker.run())
+    return worker
