@@ -1,10 +1,14 @@
 """The router's side of the fork server (workers/forkserver.py): spawn pane workers fast.
 
-Requests and replies are JSON lines on the server's stdin/stdout; replies are read without
-blocking the loop. A new worker writes its own report (its shell's pid) to the same stdout
-pipe, so a spawn resolves from two lines: the server's ``pid`` and the worker's ``shell_pid``.
-The server also reports every worker's exit status, which is how the router learns that a
-worker died (workers are the fork server's children, not the router's).
+The server offers each spare it forks over the spares channel (a Unix socket): the spare's pid
+and the write end of its config pipe. A new pane's config goes straight to a spare held here,
+and the server hears afterwards that it was taken; with no spare at hand the config goes to
+the server, which forks a child for it and answers with its pid. Requests and replies are JSON
+lines on the server's stdin/stdout; replies are read without blocking the loop. A new worker
+writes its own report (its shell's pid) to the same stdout pipe, so a spawn resolves from its
+pid and the worker's ``shell_pid``. The server also reports every child's exit status, which
+is how the router learns that a worker died (workers are the fork server's children, not the
+router's), and that a spare it holds is gone.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import itertools
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -86,26 +91,43 @@ class ForkServer:
         self.ids = itertools.count(1)
         self.buffer = b""
         self.alive: set[int] = set()
+        #: Spares offered by the server: pid -> the write end of its config pipe.
+        self.spares: dict[int, int] = {}
+        self.channel: socket.socket | None = None
 
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
     def start(self) -> None:
-        with open(self.log_path, "ab") as log, proctree.OWN_CHILDREN_LOCK:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "workers.forkserver", self.log_path, self.endpoint],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                close_fds=True,
-                start_new_session=True,
-            )
-            proctree.OWN_CHILDREN.add(self.proc.pid)  # never taken for an orphan
+        self._drop_spares()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            with open(self.log_path, "ab") as log, proctree.OWN_CHILDREN_LOCK:
+                argv = [sys.executable, "-m", "workers.forkserver", self.log_path, self.endpoint]
+                self.proc = subprocess.Popen(
+                    [*argv, str(theirs.fileno())],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    close_fds=True,
+                    pass_fds=(theirs.fileno(),),
+                    start_new_session=True,
+                )
+                proctree.OWN_CHILDREN.add(self.proc.pid)  # never taken for an orphan
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        loop = asyncio.get_running_loop()
+        ours.setblocking(False)
+        self.channel = ours
+        loop.add_reader(ours.fileno(), self._offered)
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         os.set_blocking(fd, False)
-        asyncio.get_running_loop().add_reader(fd, self._readable)
+        loop.add_reader(fd, self._readable)
 
     async def spawn(self, config: dict[str, Any]) -> SpawnReply:
         """Fork a pane worker with `config`; return its pid and, once it runs, its shell's."""
@@ -114,11 +136,17 @@ class ForkServer:
             self.start()
         assert self.proc is not None and self.proc.stdin is not None
         request_id = next(self.ids)
-        spawn = _Spawn(asyncio.get_running_loop().create_future())
+        loop = asyncio.get_running_loop()
+        spawn = _Spawn(loop.create_future())
         self.pending[request_id] = spawn
         try:
             line = json.dumps({"id": request_id, "config": config}).encode() + b"\n"
-            self.proc.stdin.write(line)
+            spawn.pid = self._to_spare(line)
+            if spawn.pid is not None:
+                self.proc.stdin.write(json.dumps({"taken": spawn.pid}).encode() + b"\n")
+                loop.call_later(REPORT_TIMEOUT_S, spawn.give_up)
+            else:
+                self.proc.stdin.write(line)
             self.proc.stdin.flush()
             reply = await asyncio.wait_for(spawn.fut, SPAWN_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
@@ -131,6 +159,79 @@ class ForkServer:
             return reply._replace(exited=True, returncode=spawn.returncode)
         self.alive.add(reply.pid)
         return reply
+
+    def _offered(self) -> None:
+        """Take in the spares the server offers (a pid and its config pipe's write end)."""
+        assert self.channel is not None
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(self.channel, 1024, 4)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data, fds = b"", []
+            for fd in fds:
+                os.set_inheritable(fd, False)
+            if not data and not fds:  # the server's end is closed
+                asyncio.get_running_loop().remove_reader(self.channel.fileno())
+                return
+            try:
+                pid = int(json.loads(data)["spare"])
+            except (ValueError, KeyError, TypeError):
+                pid = None
+            if pid is None or len(fds) != 1:
+                logger.warning("unreadable spare offer from the fork server")
+                for fd in fds:
+                    os.close(fd)
+                continue
+            self.spares[pid] = fds[0]
+
+    def _to_spare(self, line: bytes) -> int | None:
+        """Write ``line`` (a pane's config) to a spare; its pid, or None if none took it."""
+        while self.spares:
+            pid, fd = next(iter(self.spares.items()))  # the oldest: the most warmed up
+            del self.spares[pid]
+            try:
+                written = os.write(fd, line)  # an empty pipe takes 64 KiB at once
+            except OSError:  # it died unused
+                os.close(fd)
+                continue
+            if written < len(line):
+                self._finish_write(fd, memoryview(line)[written:])
+            else:
+                os.close(fd)
+            return pid
+        return None
+
+    def _finish_write(self, fd: int, rest: memoryview) -> None:
+        """Write the rest of a large config as the spare reads it, off the loop's back."""
+        os.set_blocking(fd, False)
+        loop = asyncio.get_running_loop()
+
+        def writable() -> None:
+            nonlocal rest
+            try:
+                rest = rest[os.write(fd, rest) :]
+            except BlockingIOError:
+                return
+            except OSError:  # it died: its exit answers the spawn
+                rest = rest[:0]
+            if not rest:
+                loop.remove_writer(fd)
+                os.close(fd)
+
+        loop.add_writer(fd, writable)
+
+    def _drop_spares(self) -> None:
+        for fd in self.spares.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.spares.clear()
+        if self.channel is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self.channel.fileno())
+            self.channel.close()
+            self.channel = None
 
     def _readable(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
@@ -154,6 +255,10 @@ class ForkServer:
     def _handle(self, message: dict[str, Any]) -> None:
         if "exited" in message:
             pid = int(message["exited"])
+            fd = self.spares.pop(pid, None)
+            if fd is not None:  # a spare that died unused: nobody needs to hear of it
+                os.close(fd)
+                return
             self.alive.discard(pid)
             self.on_exit(pid, message.get("returncode"))
             for waiting in self.pending.values():
@@ -183,6 +288,7 @@ class ForkServer:
         with contextlib.suppress(Exception):
             loop.remove_reader(self.proc.stdout.fileno())
         logger.error("the fork server exited", extra={"returncode": self.proc.poll()})
+        self._drop_spares()
         for pid in list(self.alive):
             self.alive.discard(pid)
             self.on_exit(pid, None)
@@ -194,6 +300,7 @@ class ForkServer:
 
     def close(self) -> None:
         """Stop reading and close its stdin, which ends it (call on the loop's thread)."""
+        self._drop_spares()  # they read EOF and exit
         if self.proc is None:
             return
         if self.proc.stdout is not None:

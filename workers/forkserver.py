@@ -5,17 +5,23 @@ costs a few milliseconds, and the children share its imported code pages (`gc.fr
 the collector from touching them). It has no threads and no ZeroMQ context (TRAPS: never fork
 with either).
 
-It keeps one *spare* child forked ahead of time, already set up as a worker process and blocked
-on reading its config, so a new pane does not wait for a fork: the request's config goes down
-the spare's pipe and a new spare is forked afterwards. Protocol, one JSON object per line:
-  router -> server (stdin):   {"id": N, "config": {...WorkerConfig...}}
+It keeps one *spare* child forked ahead of time, already set up as a worker process and waiting
+for its config on a pipe. The write end of that pipe goes to the router over the spares channel
+(a Unix socket, SCM_RIGHTS), so a new pane's config goes from the router straight to the spare:
+one process hop, not two. The router says when it took the spare, and the next one is forked a
+moment later. Protocol, one JSON object per line (the channel: one datagram per spare):
+  server -> router (channel): {"spare": P} with the write end of P's config pipe
+  router -> server (stdin):   {"taken": P}  (the router wrote a config to spare P)
+  router -> server (stdin):   {"id": N, "config": {...WorkerConfig...}}  (no spare at hand:
+                              fork a child for it)
   server -> router (stdout):  {"id": N, "pid": P} or {"id": N, "error": "..."}
   worker -> router (the same stdout pipe, written by the new worker itself once its shell runs,
   so the answer does not wait for this process to be scheduled):
                               {"id": N, "shell_pid": S, "integrated": B}
                               {"id": N, "shell_pid": null, "integrated": false}  (it could not
                               start the shell; its PaneStartFailed follows over ZeroMQ)
-  server -> router:           {"exited": P, "returncode": C}  (C < 0: killed by signal -C)
+  server -> router:           {"exited": P, "returncode": C}  (C < 0: killed by signal -C), for
+                              every child offered or forked for a request, spares included
 Every line is one write() of less than PIPE_BUF bytes, so lines from different processes never
 interleave. It reaps its own children (pane workers and the spare) and exits when its stdin
 closes; its children then get SIGTERM from their parent-death signal.
@@ -29,6 +35,7 @@ import json
 import os
 import selectors
 import signal
+import socket
 import sys
 import time
 from typing import Any
@@ -83,8 +90,9 @@ def _child(
 
 
 class ForkServer:
-    def __init__(self, endpoint: str | None) -> None:
+    def __init__(self, endpoint: str | None, channel: socket.socket) -> None:
         self.endpoint = endpoint  # the router's: a spare connects before it has a pane
+        self.channel = channel  # where spares are offered to the router
         self.requests = sys.stdin.fileno()
         self.out = sys.stdout.buffer
         self.wakeup_r, self.wakeup_w = os.pipe()
@@ -92,10 +100,11 @@ class ForkServer:
         os.set_blocking(self.wakeup_w, False)
         self.buffer = b""
         self.children: set[int] = set()
-        #: Children that never got a pane (a spare that died first): their exit is not news.
+        #: Children the router never heard of (its config could not be written): their exit
+        #: is not news.
         self.unreported: set[int] = set()
-        #: The child forked ahead of time: (pid, write end of its config pipe).
-        self.spare: tuple[int, int] | None = None
+        #: The spare offered to the router and not taken yet.
+        self.spare: int | None = None
         self.refill_at = 0.0  # time.monotonic() when the next spare is forked
 
     def reply(self, message: dict[str, Any]) -> None:
@@ -106,9 +115,7 @@ class ForkServer:
         """A child set up as a worker process, waiting for its config on the returned fd."""
         config_r, config_w = os.pipe()
         parent = os.getpid()
-        private = [self.wakeup_r, self.wakeup_w, config_w]
-        if self.spare is not None:
-            private.append(self.spare[1])
+        private = [self.wakeup_r, self.wakeup_w, config_w, self.channel.fileno()]
         try:
             pid = os.fork()
         except OSError:
@@ -122,35 +129,48 @@ class ForkServer:
         return pid, config_w
 
     def refill(self) -> None:
-        """Fork the next spare when it is due (a failed fork only means the next pane forks
-        on request)."""
-        if self.spare is None and time.monotonic() >= self.refill_at:
-            try:
-                self.spare = self.fork_child()
-            except OSError:
-                self.refill_at = time.monotonic() + SPARE_RETRY_S
+        """Fork the next spare when it is due and offer it to the router (a failed fork only
+        means the next pane forks on request)."""
+        if self.spare is not None or time.monotonic() < self.refill_at:
+            return
+        try:
+            pid, config_w = self.fork_child()
+        except OSError:
+            self.refill_at = time.monotonic() + SPARE_RETRY_S
+            return
+        try:
+            socket.send_fds(self.channel, [json.dumps({"spare": pid}).encode()], [config_w])
+        except OSError:  # the router is going: the child reads EOF and exits
+            self.unreported.add(pid)
+            self.refill_at = time.monotonic() + SPARE_RETRY_S
+        else:
+            self.spare = pid
+        finally:
+            os.close(config_w)
+
+    def taken(self, pid: int) -> None:
+        """The router handed spare ``pid`` a pane: fork the next one a moment later."""
+        if self.spare == pid:
+            self.spare = None
+            self.refill_at = time.monotonic() + SPARE_DELAY_S
 
     def spawn(self, request: dict[str, Any]) -> None:
+        """A pane for which the router had no spare: fork a child and write it the config."""
         line = json.dumps(request).encode() + b"\n"
-        while True:
-            try:
-                if self.spare is not None:
-                    (pid, config_w), self.spare = self.spare, None
-                else:
-                    pid, config_w = self.fork_child()
-            except OSError as exc:
-                self.reply({"id": request.get("id"), "error": str(exc)})
-                return
-            try:
-                _write_all(config_w, line)
-            except OSError:
-                self.unreported.add(pid)  # that spare died unused: take a new child
-                continue
-            finally:
-                os.close(config_w)
-            self.reply({"id": request.get("id"), "pid": pid})
-            self.refill_at = time.monotonic() + SPARE_DELAY_S
+        try:
+            pid, config_w = self.fork_child()
+        except OSError as exc:
+            self.reply({"id": request.get("id"), "error": str(exc)})
             return
+        try:
+            _write_all(config_w, line)
+        except OSError as exc:  # it died before reading: it never was a pane
+            self.unreported.add(pid)
+            self.reply({"id": request.get("id"), "error": f"the new worker exited: {exc}"})
+            return
+        finally:
+            os.close(config_w)
+        self.reply({"id": request.get("id"), "pid": pid})
 
     def reap(self) -> None:
         for pid in list(self.children):
@@ -161,11 +181,9 @@ class ForkServer:
             if done == 0:
                 continue
             self.children.discard(pid)
-            if self.spare is not None and self.spare[0] == pid:
-                os.close(self.spare[1])  # died unused: nobody needs to hear of it
+            if self.spare == pid:  # died before the router took it (or as it did)
                 self.spare = None
                 self.refill_at = time.monotonic() + SPARE_RETRY_S
-                continue
             if pid in self.unreported:
                 self.unreported.discard(pid)
                 continue
@@ -179,8 +197,13 @@ class ForkServer:
         self.buffer += data
         while b"\n" in self.buffer:
             line, self.buffer = self.buffer.split(b"\n", 1)
-            if line.strip():
-                self.spawn(json.loads(line))
+            if not line.strip():
+                continue
+            request = json.loads(line)
+            if "taken" in request:
+                self.taken(int(request["taken"]))
+            else:
+                self.spawn(request)
         return True
 
     def serve(self) -> None:
@@ -192,7 +215,8 @@ class ForkServer:
         self.refill()
         running = True
         while running:
-            timeout = None if self.spare else max(0.0, self.refill_at - time.monotonic())
+            due = max(0.0, self.refill_at - time.monotonic())
+            timeout = None if self.spare is not None else due
             for key, _ in selector.select(timeout):
                 if key.data == "sigchld":
                     while True:
@@ -206,8 +230,6 @@ class ForkServer:
                     running = False
             if running:
                 self.refill()
-        if self.spare is not None:
-            os.close(self.spare[1])  # the spare reads EOF and exits
         for pid in list(self.children):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
@@ -222,13 +244,15 @@ def _warm_caches() -> None:
 
 def main() -> None:
     proctree.set_parent_death_signal(signal.SIGTERM)
-    # argv: [the runtime log (workers inherit the open handler), the router's endpoint]
-    if len(sys.argv) > 1:
-        startup.configure_logging(sys.argv[1])
+    # argv: the runtime log (workers inherit the open handler), the router's endpoint, the fd
+    # of the spares channel (a Unix socket the router passed)
+    log_path, endpoint, channel_fd = sys.argv[1:4]
+    startup.configure_logging(log_path)
+    channel = socket.socket(fileno=int(channel_fd))
     _warm_caches()
     gc.collect()
     gc.freeze()
-    ForkServer(sys.argv[2] if len(sys.argv) > 2 else None).serve()
+    ForkServer(endpoint, channel).serve()
 
 
 if __name__ == "__main__":
