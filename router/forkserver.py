@@ -73,6 +73,10 @@ class _Spawn:
             )
         )
 
+    def time_out(self) -> None:
+        if not self.fut.done():
+            self.fut.set_exception(TimeoutError("no answer from the fork server in time"))
+
     def give_up(self) -> None:
         """No report is coming (the worker exited, or took too long): answer without one."""
         if self.pid is not None and not self.fut.done():
@@ -139,26 +143,40 @@ class ForkServer:
         loop = asyncio.get_running_loop()
         spawn = _Spawn(loop.create_future())
         self.pending[request_id] = spawn
+        taken: int | None = None
         try:
             line = json.dumps({"id": request_id, "config": config}).encode() + b"\n"
-            spawn.pid = self._to_spare(line)
-            if spawn.pid is not None:
-                self.proc.stdin.write(json.dumps({"taken": spawn.pid}).encode() + b"\n")
-                loop.call_later(REPORT_TIMEOUT_S, spawn.give_up)
-            else:
+            spawn.pid = taken = self._to_spare(line)
+            if taken is None:
                 self.proc.stdin.write(line)
-            self.proc.stdin.flush()
-            reply = await asyncio.wait_for(spawn.fut, SPAWN_TIMEOUT_S)
+                self.proc.stdin.flush()
+            else:
+                loop.call_later(REPORT_TIMEOUT_S, spawn.give_up)
+            # A timer, not asyncio.wait_for: its task would cost the answer two loop turns.
+            timer = loop.call_later(SPAWN_TIMEOUT_S, spawn.time_out)
+            try:
+                reply = await spawn.fut
+            finally:
+                timer.cancel()
         except (OSError, TimeoutError) as exc:
             raise PebrelError(
                 ErrorCode.ACTION_FAILED, f"could not start a pane worker: {exc}"
             ) from exc
         finally:
             self.pending.pop(request_id, None)
+            if taken is not None:  # told once the start is answered: the server forks the
+                self._tell({"taken": taken})  # next spare then, not on the same cores now
         if spawn.exited:  # maybe after the answer, before this coroutine resumed
             return reply._replace(exited=True, returncode=spawn.returncode)
         self.alive.add(reply.pid)
         return reply
+
+    def _tell(self, message: dict[str, Any]) -> None:
+        if self.proc is None or self.proc.stdin is None:
+            return
+        with contextlib.suppress(OSError, ValueError):  # it exited: its restart forks anew
+            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self.proc.stdin.flush()
 
     def _offered(self) -> None:
         """Take in the spares the server offers (a pid and its config pipe's write end)."""

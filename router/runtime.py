@@ -366,7 +366,14 @@ class Runtime:
         pane.reads.clear()
         self.on_answers_stale(pane)
 
-    def resize_tab(self, win: Window, tab: Tab) -> None:
+    def resize_tab(self, win: Window, tab: Tab, send_after_answer: bool = False) -> None:
+        """Apply the tab's layout to its panes' sizes and tell their workers.
+
+        ``send_after_answer``: the workers are told in a ``call_soon`` callback, i.e. after the
+        request being handled has answered (for a handler that returns without awaiting after
+        this call); no other message is handled in between.
+        """
+        loop = asyncio.get_running_loop()
         for pane in self.state.apply_sizes(win.window_id, tab):
             # Its kept reads show the old size until the worker, which gets the resize
             # first, answers or reports again.
@@ -375,7 +382,10 @@ class Runtime:
             if link is None:
                 continue
             if link.started.done():
-                self.send(link.identity, m.ResizePty(request_id=0, cols=pane.cols, rows=pane.rows))
+                if send_after_answer:
+                    loop.call_soon(self._send_size, pane, link)
+                else:
+                    self._send_size(pane, link)
             else:  # not connected yet: send the size it has then
                 link.started.add_done_callback(functools.partial(self._send_size, pane, link))
 

@@ -176,15 +176,19 @@ async def _config_line(fd: int, stopped: asyncio.Event) -> bytes:
         if not line.done() and (not chunk or b"\n" in chunk):
             line.set_result(bytes(data.partition(b"\n")[0]) if b"\n" in data else b"")
 
+    def stop(_: object) -> None:
+        if not line.done():
+            line.set_result(b"")
+
     os.set_blocking(fd, False)
     loop.add_reader(fd, readable)
-    stop = loop.create_task(stopped.wait())
+    signalled = loop.create_task(stopped.wait())
+    signalled.add_done_callback(stop)
     try:
-        await asyncio.wait((line, stop), return_when=asyncio.FIRST_COMPLETED)
+        return await line
     finally:
         loop.remove_reader(fd)
-        stop.cancel()
-    return line.result() if line.done() else b""
+        signalled.cancel()
 
 
 def start_worker(

@@ -53,7 +53,10 @@ async def split(rt: Runtime, params: Params) -> Result:
     tab.zoomed_pane = None
     window.active_tab = index
     rt.state.focused_window = window.window_id
-    rt.resize_tab(window, tab)
+    # The split pane's worker hears of its new size right after this answer has gone out: its
+    # shell's redraw does not compete with the answer for the cores, and nothing can reach
+    # that worker in between (no other message is handled before a call_soon callback).
+    rt.resize_tab(window, tab, send_after_answer=True)
     rt.commit()
     return {"window_id": window.window_id, "tab_index": index, "pane_id": pane.pane_id}
 
