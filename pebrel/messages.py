@@ -125,6 +125,29 @@ class WriteInput(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class WriteAtPrompt(Message):
+    """Write ``data`` as soon as the shell is at its prompt (its OSC 133 B mark is the last
+    mark seen), after reporting that mark: at once if it is already. Answered like a
+    WriteInput, or with ``written=0`` and NOT_AT_PROMPT once cancelled unwritten."""
+
+    type: ClassVar[str] = "write_at_prompt"
+    request_id: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CancelAtPrompt(Message):
+    """Drop a WriteAtPrompt not written yet (its answer says so); a no-op once written."""
+
+    type: ClassVar[str] = "cancel_at_prompt"
+    request_id: int
+
+
+#: The error of a WriteAtPrompt cancelled before its prompt came.
+NOT_AT_PROMPT = "the shell did not reach its prompt"
+
+
+@dataclass(frozen=True, slots=True)
 class ReadScreen(Message):
     """Read the screen. ``keep``: the router keeps the answer for repeated reads (pane.read),
     so the worker watches it (ScreenUpdated / ScreenChanged); False for a one-off look."""
@@ -418,6 +441,8 @@ _REGISTRY: dict[str, type[Message]] = {
         WriteInput,
         ReadScreen,
         ScreenWatched,
+        WriteAtPrompt,
+        CancelAtPrompt,
         ResizePty,
         ClosePane,
         RunExec,

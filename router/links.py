@@ -41,6 +41,8 @@ class WorkerLink:
     proc: WorkerProcess
     started: asyncio.Future[m.Message]
     pending: dict[int, asyncio.Future[m.Message]] = field(default_factory=dict)
+    #: Run as a pending request's reply is handled, before any later message of the worker.
+    on_reply: dict[int, Callable[[m.Message], None]] = field(default_factory=dict)
     dead: bool = False
     gone: asyncio.Event = field(default_factory=asyncio.Event)
     #: The worker's ZeroMQ identity, from the routing frame of its PaneStarted (nothing is
@@ -53,11 +55,16 @@ async def request(
     send: Callable[[bytes, m.Message], bool],
     build: Callable[[int], m.Message],
     timeout_s: float = WORKER_REQUEST_TIMEOUT_S,
+    on_reply: Callable[[m.Message], None] | None = None,
+    on_deadline: Callable[[int], None] | None = None,
 ) -> m.Message:
     """Send one command to a worker and await its reply, with a deadline.
 
     The deadline fails the reply's future itself (no `wait_for`, whose extra future costs
-    a loop turn on every reply).
+    a loop turn on every reply). ``on_reply``: called with the reply as it is handled (the
+    awaiting coroutine resumes only after the rest of that socket drain). ``on_deadline``:
+    called with the request id at the deadline instead of failing, for a command the worker
+    answers once told to give up; the reply then has WORKER_REQUEST_TIMEOUT_S more.
     """
     if link.dead:
         raise PebrelError(ErrorCode.INVALID_STATE, "the pane's worker is gone", _ids(link))
@@ -69,7 +76,19 @@ async def request(
     request_id = next(_request_ids)
     fut: asyncio.Future[m.Message] = loop.create_future()
     link.pending[request_id] = fut
-    deadline = loop.call_later(timeout_s, _expire, link, fut)
+    if on_reply is not None:
+        link.on_reply[request_id] = on_reply
+
+    deadlines: list[asyncio.TimerHandle] = []
+
+    def overdue(give_up: Callable[[int], None]) -> None:
+        give_up(request_id)
+        deadlines.append(loop.call_later(WORKER_REQUEST_TIMEOUT_S, _expire, link, fut))
+
+    if on_deadline is None:
+        deadlines.append(loop.call_later(timeout_s, _expire, link, fut))
+    else:
+        deadlines.append(loop.call_later(timeout_s, overdue, on_deadline))
     try:
         if not send(link.identity, build(request_id)):
             raise PebrelError(
@@ -77,8 +96,10 @@ async def request(
             )
         return await fut
     finally:
-        deadline.cancel()
+        for deadline in deadlines:
+            deadline.cancel()
         link.pending.pop(request_id, None)
+        link.on_reply.pop(request_id, None)
 
 
 async def _connected(link: WorkerLink, deadline: float) -> None:
@@ -106,6 +127,9 @@ def _expire(link: WorkerLink, fut: asyncio.Future[m.Message]) -> None:
 def resolve(link: WorkerLink, request_id: int, message: m.Message) -> None:
     fut = link.pending.get(request_id)
     if fut is not None and not fut.done():
+        hook = link.on_reply.pop(request_id, None)
+        if hook is not None:
+            hook(message)
         fut.set_result(message)
 
 

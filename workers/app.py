@@ -27,6 +27,7 @@ from workers.exec import ExecService, resolve_cwd
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
 from workers.oscfacts import OscFacts
+from workers.promptwrites import PromptWrites
 from workers.pty import PosixPty
 from workers.readwatch import ReadWatch
 from workers.screen import PaneScreen
@@ -114,6 +115,7 @@ class Worker:
         )
         # Looked up per call, not bound now: tests put a recorder in place of ``send``.
         self.writer = PtyWriter(self.pty, lambda message: self.send(message), lambda: self.exited)
+        self.prompt_writes = PromptWrites(self.writer, lambda message: self.send(message))
         self.title = ""
         self.shell_in_foreground = True
         self.exited = False
@@ -161,6 +163,8 @@ class Worker:
                 fact = self.osc.message(part)
                 if fact is not None:
                     self.send(fact)
+                    if isinstance(fact, m.ShellMarked):
+                        self.prompt_writes.marked(fact.mark)
             else:
                 self.reads.changing()  # the router's kept read goes stale
                 try:
@@ -220,6 +224,7 @@ class Worker:
             f"shell exited with status {code}" if sig is None else f"shell killed by signal {sig}"
         )
         logger.info("shell exited", extra={**self._ids(), "exit_code": code})
+        self.prompt_writes.pane_exited()
         self.send(m.PaneExited(**self._ids(), exit_code=code, signal=sig, reason=reason))
 
     # -- PTY input ---------------------------------------------------------------------------
@@ -272,6 +277,11 @@ class Worker:
             )
             if message.keep:
                 self.reads.answered_read(message.lines, message.max_bytes)
+        elif isinstance(message, m.WriteAtPrompt):
+            self.on_readable_all()  # a prompt already written counts
+            self.prompt_writes.arm(message, self.exited)
+        elif isinstance(message, m.CancelAtPrompt):
+            self.prompt_writes.cancel(message.request_id)
         elif isinstance(message, m.ScreenWatched):
             self.reads.renew()
         elif isinstance(message, m.ResizePty):

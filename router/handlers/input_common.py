@@ -70,6 +70,40 @@ async def write_input(rt: Runtime, pane: Pane, data: bytes) -> None:
     raise_write_error(pane, reply.error, reply.written)
 
 
+async def submit_at_prompt(rt: Runtime, pane: Pane, data: bytes, limit: float) -> int | None:
+    """Have the worker type ``data`` and Enter the moment the shell's prompt is drawn (for a
+    shell not at its prompt yet): one round trip less than hearing of the prompt here and
+    sending the line back. The running edge is set as the worker's answer is handled, which
+    is after the prompt's mark and before any mark of the command (the worker sends them in
+    that order). Returns the wait baseline, or None when nothing was typed: no prompt by
+    ``limit`` (time.monotonic()), or the pane exited.
+    """
+    link = worker_link(rt, pane)
+    baseline: list[int] = []
+
+    def written(reply: m.Message) -> None:
+        if isinstance(reply, m.InputWritten) and reply.written > 0:
+            baseline.append(mark_submitted(rt, pane))
+
+    def give_up(request_id: int) -> None:
+        rt.send(link.identity, m.CancelAtPrompt(request_id=request_id))
+
+    with writing(pane):
+        reply = await links.request(
+            link,
+            rt.send,
+            lambda rid: m.WriteAtPrompt(request_id=rid, data=data + b"\r"),
+            timeout_s=max(0.0, limit - time.monotonic()),
+            on_reply=written,
+            on_deadline=give_up,
+        )
+        assert isinstance(reply, m.InputWritten)
+        if not baseline:
+            return None
+        raise_write_error(pane, reply.error, reply.written)
+    return baseline[0]
+
+
 @contextmanager
 def writing(pane: Pane) -> Iterator[None]:
     """Hold the pane's submit barrier while input is written; a failure inside is not submitted."""

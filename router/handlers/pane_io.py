@@ -22,6 +22,7 @@ from router.handlers.input_common import (
     pane_ids,
     require_live,
     require_unlocked,
+    submit_at_prompt,
     submit_line,
     submitted_result,
     worker_link,
@@ -179,6 +180,15 @@ async def wait(rt: Runtime, params: Params) -> Result:
         await rt.next_change(pane, remaining)
 
 
+def _not_at_prompt(pane: Pane) -> PebrelError:
+    state = pane.tracker.state
+    return PebrelError(
+        ErrorCode.INVALID_STATE,
+        f"pane {pane.pane_id} is not at a shell prompt ({state})",
+        {**pane_ids(pane), "task_state": state, "submitted": False},
+    )
+
+
 async def run(rt: Runtime, params: Params) -> Result:
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
     data = check_prompt_text(params["command"], "command")
@@ -194,24 +204,22 @@ async def run(rt: Runtime, params: Params) -> Result:
     start = time.monotonic()
     tracker = pane.tracker
     require_unlocked(pane, not_sent)
-    if not tracker.at_prompt and not tracker.command_active:
-        # The shell is starting, or between a command's done mark and its next prompt.
-        limit = start + min(timeout_s, FIRST_PROMPT_TIMEOUT_S)
-        while not tracker.at_prompt and not tracker.command_active and time.monotonic() < limit:
-            require_live(pane, not_sent)
-            await rt.next_change(pane, limit - time.monotonic())
-            _still_there(rt, pane, not_sent)
-        require_live(pane, not_sent)
-        require_unlocked(pane, not_sent)
-    if not tracker.at_prompt or tracker.command_active:
-        raise PebrelError(
-            ErrorCode.INVALID_STATE,
-            f"pane {pane.pane_id} is not at a shell prompt ({tracker.state})",
-            {**pane_ids(pane), "task_state": tracker.state, **not_sent},
-        )
     number = tracker.commands_started + 1
-    # The integrated shell is at its prompt (checked above): it reads the line as typed.
-    baseline = await submit_line(rt, pane, data, True, enter_apart=False)
+    if not tracker.at_prompt and not tracker.command_active:
+        # The shell is starting, or between a command's done mark and its next prompt: its
+        # worker types the line the moment the prompt is drawn.
+        limit = start + min(timeout_s, FIRST_PROMPT_TIMEOUT_S)
+        typed = await submit_at_prompt(rt, pane, data, limit)
+        _still_there(rt, pane, not_sent if typed is None else {"submitted": True})
+        if typed is None:
+            require_live(pane, not_sent)
+            raise _not_at_prompt(pane)
+        baseline = typed
+    elif tracker.command_active:
+        raise _not_at_prompt(pane)
+    else:
+        # The integrated shell is at its prompt (checked above): it reads the line as typed.
+        baseline = await submit_line(rt, pane, data, True, enter_apart=False)
     submitted_at = time.monotonic()
     rt.commit()
     if not params.get("wait", True):
