@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -17,11 +18,15 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def _prctl(option: int, value: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    return bool(libc.prctl(option, value, 0, 0, 0) == 0)
+    return bool(_libc().prctl(option, value, 0, 0, 0) == 0)
 
 
 #: sched_setattr(2) syscall numbers (glibc has no wrapper).
@@ -53,6 +58,15 @@ def request_short_slice(slice_ns: int = 100_000) -> bool:
     the default slice back (reset-on-fork). Older kernels ignore the request; False where the
     call is not available.
     """
+    return _set_slice(slice_ns)
+
+
+def request_default_slice() -> bool:
+    """Go back to the scheduler's default time slice (after :func:`request_short_slice`)."""
+    return _set_slice(0)
+
+
+def _set_slice(slice_ns: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     number = _SYS_SCHED_SETATTR.get(os.uname().machine)
@@ -66,8 +80,7 @@ def request_short_slice(slice_ns: int = 100_000) -> bool:
         sched_nice=os.getpriority(os.PRIO_PROCESS, 0),
         sched_runtime=slice_ns,
     )
-    libc = ctypes.CDLL(None, use_errno=True)
-    return bool(libc.syscall(number, 0, ctypes.byref(attr), 0) == 0)
+    return bool(_libc().syscall(number, 0, ctypes.byref(attr), 0) == 0)
 
 
 def set_child_subreaper() -> bool:

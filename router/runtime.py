@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import time
@@ -21,10 +20,10 @@ from pebrel import proctree
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.model import SUBMIT_CONFIRM_MS, TaskState
 from pebrel.settings import Settings
-from router import agents, layout, links
+from router import agents, layout, links, sizing
 from router.forkserver import ForkServer
 from router.links import WorkerLink
-from router.state import KeptRead, Pane, RouterState, Tab, Window
+from router.state import KeptRead, Pane, RouterState, Window
 
 if TYPE_CHECKING:
     from router.delegation import Delegations
@@ -347,7 +346,7 @@ class Runtime:
             tab.zoomed_pane = None
         if tab.focused_pane == pane.pane_id:
             tab.focused_pane = next(layout.leaves(root))
-        self.resize_tab(win, tab)
+        sizing.resize_tab(self, win, tab)
         return False, False
 
     def _remove_tab(self, win: Window, index: int) -> None:
@@ -365,33 +364,6 @@ class Runtime:
         no longer hold."""
         pane.reads.clear()
         self.on_answers_stale(pane)
-
-    def resize_tab(self, win: Window, tab: Tab, send_after_answer: bool = False) -> None:
-        """Apply the tab's layout to its panes' sizes and tell their workers.
-
-        ``send_after_answer``: the workers are told in a ``call_soon`` callback, i.e. after the
-        request being handled has answered (for a handler that returns without awaiting after
-        this call); no other message is handled in between.
-        """
-        loop = asyncio.get_running_loop()
-        for pane in self.state.apply_sizes(win.window_id, tab):
-            # Its kept reads show the old size until the worker, which gets the resize
-            # first, answers or reports again.
-            self.drop_kept_reads(pane)
-            link = self.links.get(pane.key)
-            if link is None:
-                continue
-            if link.started.done():
-                if send_after_answer:
-                    loop.call_soon(self._send_size, pane, link)
-                else:
-                    self._send_size(pane, link)
-            else:  # not connected yet: send the size it has then
-                link.started.add_done_callback(functools.partial(self._send_size, pane, link))
-
-    def _send_size(self, pane: Pane, link: WorkerLink, _: object = None) -> None:
-        if not link.dead and not link.started.cancelled() and link.started.exception() is None:
-            self.send(link.identity, m.ResizePty(request_id=0, cols=pane.cols, rows=pane.rows))
 
     async def close_panes(self, panes: list[Pane]) -> None:
         await asyncio.gather(*(self.stop_pane_processes(p) for p in panes))

@@ -42,6 +42,8 @@ FOREGROUND_POLL_S = 0.05
 FEED_SLICE = 16 * 1024
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
+#: How long a starting worker keeps short scheduler slices without a first prompt.
+START_SLICE_S = 2.0
 #: The signals that stop a worker (it closes its pane's process tree first).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
@@ -71,14 +73,21 @@ class Worker:
         ctx: zmq.Context[zmq.SyncSocket] | None = None,
         sock: zmq.SyncSocket | None = None,
         stopped: asyncio.Event | None = None,
+        short_start_slice: bool = False,
     ) -> None:
         """Start the pane's shell first (``on_spawned(shell_pid, integrated)`` runs right
         after, so the router can answer), then build everything that reads its output.
         ``ctx``, ``sock``: a ZeroMQ context and a socket connected to the router, made ahead
         of time by a spare worker (only with the posix_spawn backend). ``stopped``: an event
-        the STOP_SIGNALS already set (a spare installs their handlers while it waits)."""
+        the STOP_SIGNALS already set (a spare installs their handlers while it waits).
+        ``short_start_slice``: the process runs with short scheduler slices (a spare asks for
+        them), to be given back once the shell's first prompt is drawn (START_SLICE_S at
+        most): while a pane starts, its worker yields a core at once to the router, the
+        adapter and the client waiting for the answer; afterwards pane workers in a flood
+        must not compete with them on equal terms."""
         self.config = config
         self.own_signals = stopped is None
+        self.short_slice = short_start_slice
         self.stopped = stopped if stopped is not None else asyncio.Event()
         self.ctx = ctx
         self.sock = sock
@@ -165,6 +174,8 @@ class Worker:
                     self.send(fact)
                     if isinstance(fact, m.ShellMarked):
                         self.prompt_writes.marked(fact.mark)
+                        if fact.mark == "B" and self.short_slice:
+                            self._started()
             else:
                 self.reads.changing()  # the router's kept read goes stale
                 try:
@@ -180,6 +191,12 @@ class Worker:
             self.title = title
             self.send(m.TitleChanged(**self._ids(), title=title))
         self._check_foreground()
+
+    def _started(self) -> None:
+        """The pane has started: back to the scheduler's default slice."""
+        if self.short_slice:
+            self.short_slice = False
+            proctree.request_default_slice()
 
     def _check_foreground(self) -> None:
         if self.exited:
@@ -363,6 +380,8 @@ class Worker:
             for sig in STOP_SIGNALS:
                 loop.add_signal_handler(sig, stop.set)
         poll = loop.create_task(self._poll_foreground())
+        if self.short_slice:
+            loop.call_later(START_SLICE_S, self._started)
         fd = sock.fileno()
         loop.add_reader(fd, self._receive)
         loop.call_soon(self._receive)

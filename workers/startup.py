@@ -68,6 +68,8 @@ def prepare(endpoint: str | None) -> Prepared:
     if endpoint and SPAWNS_WITHOUT_FORK:
         ctx = zmq.Context()
         sock = connect_worker(ctx, endpoint)
+    proctree.set_child_subreaper()  # the pane's orphans (nohup, setsid) re-parent here
+    proctree.request_short_slice()  # given back at the first prompt (Worker)
     stopped = asyncio.Event()
     for sig in STOP_SIGNALS:  # ~0.1 ms each (asyncio checks every signal number)
         loop.add_signal_handler(sig, stopped.set)
@@ -201,8 +203,8 @@ def start_worker(
     start from it before this worker has even connected. If the shell cannot start, the line
     says ``"shell_pid": null`` and the PaneStartFailed over ZeroMQ explains why (then exits).
     """
-    # The fork server's child has its parent-death signal and logging set up already.
-    proctree.set_child_subreaper()
+    # The fork server's child has its parent-death signal and logging set up already, and
+    # is a child subreaper (prepare).
     unreported: int | None = report_fd
 
     def report(shell_pid: int | None, integrated: bool) -> None:
@@ -216,7 +218,12 @@ def start_worker(
 
     try:
         worker = Worker(
-            config, report, ctx=prepared.ctx, sock=prepared.sock, stopped=prepared.stopped
+            config,
+            report,
+            ctx=prepared.ctx,
+            sock=prepared.sock,
+            stopped=prepared.stopped,
+            short_start_slice=True,
         )
     except Exception as exc:
         report(None, False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pebrel.errors import ErrorCode, PebrelError
-from router import layout
+from router import layout, sizing
 from router.handlers import Handler, Params, Result
 from router.runtime import Runtime
 
@@ -21,7 +21,7 @@ async def zoom(rt: Runtime, params: Params) -> Result:
     tab.zoomed_pane = wanted
     if params["zoomed"]:
         tab.focused_pane = pane.pane_id
-    rt.resize_tab(window, tab)
+    sizing.resize_tab(rt, window, tab)
     rt.commit()
     return {
         "window_id": pane.window_id,
@@ -43,7 +43,7 @@ async def resize(rt: Runtime, params: Params) -> Result:
         )
     ratio = round(float(params["ratio"]), 6)
     tab.root = layout.set_ratio(tab.root, pane.pane_id, ratio)
-    rt.resize_tab(window, tab)
+    sizing.resize_tab(rt, window, tab)
     rt.commit()
     return {
         "window_id": pane.window_id,

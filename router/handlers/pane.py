@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.model import DIRECTIONS
 from pebrel.shellids import default_shell, resolve_shell
-from router import layout
+from router import layout, sizing
 from router.handlers import Handler, Params, Result
 from router.runtime import Runtime
 from router.spawn import spawn_pane
@@ -33,13 +33,21 @@ async def split(rt: Runtime, params: Params) -> Result:
         directory = target.cwd if exists else rt.launch_cwd
     window, _, tab = rt.state.locate(target)
     # Started at the size it will have in the split: a resize right after would make the new
-    # shell redraw its first prompt (SIGWINCH) while it is still starting.
-    planned = layout.sizes(
+    # shell redraw its first prompt (SIGWINCH) while it is still starting. The split pane is
+    # told its new size now, so that its own redraw overlaps the start (router/sizing.py).
+    sizes = layout.sizes(
         layout.split_leaf(tab.root, target.pane_id, _PLANNED, direction), tab.cols, tab.rows
-    )[_PLANNED]
-    pane = await spawn_pane(rt, window, shell, directory, *planned)
+    )
+    planned = sizes.pop(_PLANNED)
+    sent = sizing.presize(rt, window, sizes)
+    try:
+        pane = await spawn_pane(rt, window, shell, directory, *planned)
+    except BaseException:
+        sizing.restore(rt, sent)
+        raise
     if target.key not in rt.state.panes:
         # The target closed while the new shell started: nothing to split any more.
+        sizing.restore(rt, sent)
         await rt.close_panes([pane])
         rt.state.panes.pop(pane.key, None)
         raise PebrelError(
@@ -53,10 +61,7 @@ async def split(rt: Runtime, params: Params) -> Result:
     tab.zoomed_pane = None
     window.active_tab = index
     rt.state.focused_window = window.window_id
-    # The split pane's worker hears of its new size right after this answer has gone out: its
-    # shell's redraw does not compete with the answer for the cores, and nothing can reach
-    # that worker in between (no other message is handled before a call_soon callback).
-    rt.resize_tab(window, tab, send_after_answer=True)
+    sizing.resize_tab(rt, window, tab, sent)
     rt.commit()
     return {"window_id": window.window_id, "tab_index": index, "pane_id": pane.pane_id}
 

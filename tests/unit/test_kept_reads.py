@@ -13,6 +13,7 @@ import pytest
 
 from pebrel import messages as m
 from pebrel.settings import load_settings
+from router import sizing
 from router.handlers import pane_io
 from router.links import WorkerLink, WorkerProcess
 from router.runtime import Runtime
@@ -110,7 +111,7 @@ def test_a_resize_drops_the_kept_reads_of_the_panes_it_resizes(tmp_path: Path) -
         window = rt.state.windows[1]
         tab = window.tabs[0]
         tab.cols, tab.rows = 100, 30
-        rt.resize_tab(window, tab)
+        sizing.resize_tab(rt, window, tab)
         assert pane.reads == {}
         assert isinstance(sent[-1], m.ResizePty)
         read = asyncio.ensure_future(pane_io.read(rt, {"pane_id": 1, "lines": 24}))
