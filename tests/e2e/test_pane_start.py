@@ -79,3 +79,42 @@ def test_a_pane_config_larger_than_a_pipe_reaches_the_spare(runtime_env: dict[st
             )
             assert result["exit_code"] == 0
             assert result["stdout"].strip() == str(sum(map(len, big.values())))
+
+
+def test_a_run_given_up_before_the_first_prompt_is_never_typed(runtime_env: dict[str, str]) -> None:
+    """R6.2: pane.run on a shell that has not drawn its first prompt leaves the line with the
+    pane's worker, to be typed at the prompt. Given up at its deadline, it is `invalid_state`
+    with `submitted: false`, and stays untyped when the prompt comes later."""
+    home = Path(runtime_env["HOME"])
+    hold = home / "hold"
+    hold.touch()
+    (home / ".bashrc").write_text(f"while [ -e {hold} ]; do sleep 0.02; done\n")
+    with started_runtime(runtime_env) as rt:
+        error = rt.error(
+            "pane.run", {"pane_id": 1, "command": "echo typed-$((6*7))", "timeout_ms": 300}
+        )
+        assert error["code"] == "invalid_state"
+        assert error["details"]["submitted"] is False
+        hold.unlink()
+        # Typed at the first prompt had it not been dropped, it would come before this one.
+        assert rt.run(1, "echo after-$((6*7))")["exit_code"] == 0
+        screen = rt.read_text(1)
+        assert "after-42" in screen
+        assert "typed" not in screen
+
+
+def test_a_failed_split_gives_the_split_pane_its_size_back(profiled: Runtime) -> None:
+    """R3.4: the split pane is told its new size before the new shell starts; a split whose
+    shell cannot start puts the old size back."""
+    pane = profiled.pane(1)
+    split = {"window_id": 1, "pane_id": 1, "direction": "right", "shell": "broken"}
+    assert profiled.error("pane.split", split)["code"] == "action_failed"
+    assert profiled.run(1, "echo before=$(stty size)")["exit_code"] == 0
+    assert f"before={pane['rows']} {pane['cols']}" in profiled.read_text(1)
+    ok = profiled.ok("pane.split", {"window_id": 1, "pane_id": 1, "direction": "right"})
+    half, other = profiled.pane(1), profiled.pane(ok["pane_id"])
+    assert half["cols"] + other["cols"] == pane["cols"]
+    assert profiled.run(1, "echo after=$(stty size)")["exit_code"] == 0
+    assert f"after={half['rows']} {half['cols']}" in profiled.read_text(1)
+    assert profiled.run(ok["pane_id"], "echo new=$(stty size)")["exit_code"] == 0
+    assert f"new={other['rows']} {other['cols']}" in profiled.read_text(ok["pane_id"])

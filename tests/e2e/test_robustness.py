@@ -250,6 +250,38 @@ def test_a_killed_spare_is_replaced_and_panes_still_start(runtime: Runtime) -> N
     assert one_spare(runtime).pid not in (spare.pid, worker.pid)
 
 
+def sched_slice(pid: int) -> int | None:
+    """The scheduler slice of a process in ns (kernels >= 6.12 show it), or None."""
+    try:
+        with open(f"/proc/{pid}/sched") as sched:
+            for line in sched:
+                if line.startswith("se.slice"):
+                    return int(line.split(":")[1])
+    except OSError:
+        pass
+    return None
+
+
+def test_a_starting_worker_gives_its_short_slice_back_at_its_first_prompt(
+    runtime: Runtime,
+) -> None:
+    """Issue 6 item 4: a spare, and the worker it becomes until its shell's first prompt, run
+    with short scheduler slices (they yield a core at once to the router, the adapter and the
+    client waiting for the pane's answer); a started pane's worker has the default slice, so
+    that workers in a flood never compete with the router on equal terms."""
+    spare = one_spare(runtime)
+    default = sched_slice(os.getpid())
+    if sched_slice(spare.pid) is None or default is None:
+        pytest.skip("this kernel shows no per-task scheduler slice")
+    assert sched_slice(spare.pid) == 100_000
+    split = runtime.ok("pane.split", {"pane_id": 1, "direction": "right"})
+    assert runtime.run(split["pane_id"], "true")["exit_code"] == 0  # its first prompt came
+    worker = worker_of(runtime, split["pane_id"])
+    wait_for(lambda: sched_slice(worker.pid) == default, 5, "the worker's default slice")
+    shell = runtime.pane(split["pane_id"])["pid"]
+    assert sched_slice(shell) == default  # the shell never had the short one
+
+
 def exit_shell(rt: Runtime) -> int:
     """Split pane 1, make the new pane's shell `exit 0`; return the new pane's id."""
     pane_id: int = rt.ok("pane.split", {"pane_id": 1, "direction": "down"})["pane_id"]

@@ -1,5 +1,6 @@
 """proctree.request_short_slice: the router's and the adapter's scheduler request (R1.5 under
-load, issue #6), and request_default_slice (a pane worker's, once its pane has started). Run in a child interpreter so this test process keeps its own settings."""
+load, issue #6), and request_default_slice (a pane worker's, once its pane has started). Run
+in a child interpreter so this test process keeps its own settings."""
 
 from __future__ import annotations
 

@@ -1,0 +1,230 @@
+"""pane.run on a shell not at its prompt yet: the worker types the line at its prompt
+(workers/promptwrites.py) and the router sets the running edge as that write's answer is
+handled (R6.2; issue 6 item 4). In process, with recording stand-ins for the PTY writer and
+the worker's socket, so the orderings a real run rarely shows are pinned here: the prompt, the
+write's answer and the command's own marks handled in one drain, before the run's coroutine
+resumes; a deadline that races the write. End to end: tests/e2e/test_pane_start.py."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from pebrel import messages as m
+from pebrel.errors import ErrorCode, PebrelError
+from pebrel.settings import load_settings
+from router.handlers import pane_io
+from router.links import WorkerLink, WorkerProcess
+from router.runtime import Runtime
+from router.state import Pane, Window, new_tab
+from workers.promptwrites import PromptWrites
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.queued: list[tuple[int, bytes]] = []
+
+    def queue(self, request_id: int, data: bytes, paste: bool = False) -> None:
+        self.queued.append((request_id, data))
+
+
+def _prompt_writes() -> tuple[PromptWrites, _Writer, list[m.Message]]:
+    writer, sent = _Writer(), []
+    return PromptWrites(writer, sent.append), writer, sent  # type: ignore[arg-type]
+
+
+def test_an_armed_line_is_typed_at_the_next_prompt_and_not_before() -> None:
+    writes, writer, sent = _prompt_writes()
+    writes.arm(m.WriteAtPrompt(request_id=7, data=b"make\r"), exited=False)
+    writes.marked("A")
+    assert writer.queued == []  # the prompt is being drawn, input starts after B
+    writes.marked("B")
+    assert writer.queued == [(7, b"make\r")]
+    writes.marked("B")  # a redraw of the same prompt does not type it twice
+    assert writer.queued == [(7, b"make\r")] and sent == []
+
+
+def test_a_shell_already_at_its_prompt_gets_the_line_at_once() -> None:
+    writes, writer, _ = _prompt_writes()
+    writes.marked("B")
+    writes.arm(m.WriteAtPrompt(request_id=3, data=b"ls\r"), exited=False)
+    assert writer.queued == [(3, b"ls\r")]
+
+
+def test_a_running_command_is_not_a_prompt() -> None:
+    writes, writer, _ = _prompt_writes()
+    for mark in ("B", "C"):
+        writes.marked(mark)
+    writes.arm(m.WriteAtPrompt(request_id=4, data=b"ls\r"), exited=False)
+    assert writer.queued == []
+    writes.marked("D")
+    writes.marked("A")
+    assert writer.queued == []
+    writes.marked("B")
+    assert writer.queued == [(4, b"ls\r")]
+
+
+def test_a_cancelled_line_is_answered_unwritten_and_never_typed() -> None:
+    writes, writer, sent = _prompt_writes()
+    writes.arm(m.WriteAtPrompt(request_id=5, data=b"rm -rf build\r"), exited=False)
+    writes.cancel(5)
+    assert sent == [m.InputWritten(request_id=5, written=0, error=m.NOT_AT_PROMPT)]
+    writes.marked("B")
+    assert writer.queued == []
+
+
+def test_a_cancel_after_the_write_changes_nothing() -> None:
+    writes, writer, sent = _prompt_writes()
+    writes.arm(m.WriteAtPrompt(request_id=6, data=b"ls\r"), exited=False)
+    writes.marked("B")
+    writes.cancel(6)  # crossed the write: its InputWritten comes from the writer
+    assert writer.queued == [(6, b"ls\r")] and sent == []
+
+
+def test_an_exited_shell_answers_an_armed_line_unwritten() -> None:
+    writes, writer, sent = _prompt_writes()
+    writes.arm(m.WriteAtPrompt(request_id=8, data=b"ls\r"), exited=False)
+    writes.pane_exited()
+    writes.arm(m.WriteAtPrompt(request_id=9, data=b"ls\r"), exited=True)
+    assert [(msg.request_id, msg.written, msg.error) for msg in sent] == [  # type: ignore[attr-defined]
+        (8, 0, "pane exited"),
+        (9, 0, "pane exited"),
+    ]
+    assert writer.queued == []
+
+
+# -- the router's side ---------------------------------------------------------------------
+
+
+def _runtime(tmp_path: Path, sent: list[m.Message]) -> tuple[Runtime, Pane]:
+    rt = Runtime(
+        tmp_path,
+        load_settings(tmp_path),
+        "ipc://unused",
+        lambda _, msg: sent.append(msg) or True,
+        {},
+        "/",
+    )
+    window = Window(1)
+    window.tabs.append(new_tab(1, 80, 24))
+    window.next_pane_id = 2
+    rt.state.windows[1] = window
+    rt.state.focused_window = 1
+    pane = Pane(1, 1, "/bin/bash", "bash", "/", 80, 24)
+    pane.integrated = pane.tracker.integrated = True
+    rt.state.panes[pane.key] = pane
+    rt.state.commit()
+    started: asyncio.Future[m.Message] = asyncio.get_running_loop().create_future()
+    started.set_result(m.ScreenChanged(window_id=1, pane_id=1))
+    rt.links[pane.key] = WorkerLink(1, 1, WorkerProcess(0), started, identity=b"w")
+    return rt, pane
+
+
+def _mark(mark: str, code: int | None = None) -> m.ShellMarked:
+    return m.ShellMarked(window_id=1, pane_id=1, mark=mark, exit_code=code, row=0)
+
+
+def test_the_edge_is_set_before_the_command_marks_handled_in_the_same_drain(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        sent: list[m.Message] = []
+        rt, pane = _runtime(tmp_path, sent)
+        seq_before = pane.tracker.seq
+        run = asyncio.ensure_future(pane_io.run(rt, {"pane_id": 1, "command": "true"}))
+        await asyncio.sleep(0)
+        armed = sent[-1]
+        assert isinstance(armed, m.WriteAtPrompt) and armed.data == b"true\r"
+        assert pane.writing  # the input lock holds while the line waits for its prompt
+        # One drain of the router's socket: the prompt, the write's answer, the command.
+        rt.on_worker_message(_mark("A"))
+        rt.on_worker_message(_mark("B"))
+        rt.on_worker_message(
+            m.InputWritten(request_id=armed.request_id, written=len(armed.data), error=None)
+        )
+        edge = pane.tracker.seq
+        assert pane.tracker.state == "running" and edge > seq_before
+        for mark, code in (("C", None), ("D", 0), ("A", None), ("B", None)):
+            rt.on_worker_message(_mark(mark, code))
+        result = await run
+        assert result["status"] == "finished" and result["exit_code"] == 0
+        assert result["state_change_seq"] == pane.tracker.seq > edge
+        assert not pane.writing and pane.tracker.state != "running"
+
+    asyncio.run(main())
+
+
+def test_without_wait_the_baseline_is_the_edge_the_write_set(tmp_path: Path) -> None:
+    async def main() -> None:
+        sent: list[m.Message] = []
+        rt, pane = _runtime(tmp_path, sent)
+        run = asyncio.ensure_future(
+            pane_io.run(rt, {"pane_id": 1, "command": "sleep 1", "wait": False})
+        )
+        await asyncio.sleep(0)
+        armed = sent[-1]
+        assert isinstance(armed, m.WriteAtPrompt)
+        rt.on_worker_message(_mark("B"))
+        rt.on_worker_message(
+            m.InputWritten(request_id=armed.request_id, written=len(armed.data), error=None)
+        )
+        edge = pane.tracker.seq
+        rt.on_worker_message(_mark("C"))  # handled before the run's coroutine resumes
+        result = await run
+        assert result["status"] == "started" and result["state_change_seq"] == edge
+
+    asyncio.run(main())
+
+
+def test_no_prompt_by_the_deadline_cancels_and_types_nothing(tmp_path: Path) -> None:
+    async def main() -> None:
+        sent: list[m.Message] = []
+        rt, pane = _runtime(tmp_path, sent)
+        run = asyncio.ensure_future(
+            pane_io.run(rt, {"pane_id": 1, "command": "true", "timeout_ms": 50})
+        )
+        await asyncio.sleep(0)
+        armed = sent[-1]
+        assert isinstance(armed, m.WriteAtPrompt)
+        while not isinstance(sent[-1], m.CancelAtPrompt):
+            await asyncio.sleep(0.01)
+        assert sent[-1] == m.CancelAtPrompt(request_id=armed.request_id)
+        assert not run.done()  # the worker's answer says whether it was typed after all
+        rt.on_worker_message(
+            m.InputWritten(request_id=armed.request_id, written=0, error=m.NOT_AT_PROMPT)
+        )
+        with pytest.raises(PebrelError) as caught:
+            await run
+        assert caught.value.code == ErrorCode.INVALID_STATE
+        assert caught.value.details["submitted"] is False
+        assert not pane.writing and pane.tracker.state != "running"
+
+    asyncio.run(main())
+
+
+def test_a_write_that_crossed_the_cancel_is_a_submitted_run(tmp_path: Path) -> None:
+    async def main() -> None:
+        sent: list[m.Message] = []
+        rt, pane = _runtime(tmp_path, sent)
+        run = asyncio.ensure_future(
+            pane_io.run(rt, {"pane_id": 1, "command": "true", "timeout_ms": 50})
+        )
+        await asyncio.sleep(0)
+        armed = sent[-1]
+        while not isinstance(sent[-1], m.CancelAtPrompt):
+            await asyncio.sleep(0.01)
+        # The prompt came, and the worker typed, before it read the cancel.
+        rt.on_worker_message(_mark("B"))
+        rt.on_worker_message(
+            m.InputWritten(request_id=armed.request_id, written=len(b"true\r"), error=None)
+        )
+        for mark, code in (("C", None), ("D", 0), ("B", None)):
+            rt.on_worker_message(_mark(mark, code))
+        result = await run
+        assert result["exit_code"] == 0 and not pane.writing
+
+    asyncio.run(main())
