@@ -145,6 +145,8 @@ class CancelAtPrompt(Message):
 
 #: The error of a WriteAtPrompt cancelled before its prompt came.
 NOT_AT_PROMPT = "the shell did not reach its prompt"
+#: The error of a write the worker did not make because the pane's shell has exited.
+PANE_EXITED = "pane exited"
 
 
 @dataclass(frozen=True, slots=True)

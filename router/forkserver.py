@@ -30,6 +30,9 @@ from pebrel.errors import ErrorCode, PebrelError
 
 logger = logging.getLogger(__name__)
 
+#: Received descriptors are close-on-exec from the start where the platform can say so.
+_CLOEXEC = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+
 SPAWN_TIMEOUT_S = 10.0
 REPORT_TIMEOUT_S = 2.0
 """How long a spawn waits for the new worker's report before answering without its shell."""
@@ -105,6 +108,9 @@ class ForkServer:
 
     def start(self) -> None:
         self._drop_spares()
+        if self.proc is not None and self.proc.stdout is not None:  # a restart: the old
+            with contextlib.suppress(Exception):  # pipe's EOF may not have been handled
+                asyncio.get_running_loop().remove_reader(self.proc.stdout.fileno())
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
             with open(self.log_path, "ab") as log, proctree.OWN_CHILDREN_LOCK:
@@ -138,6 +144,14 @@ class ForkServer:
         if self.proc is None or self.proc.poll() is not None:
             logger.warning("fork server not running; starting it again")
             self.start()
+        reply, lost = await self._spawn(config, use_spare=True)
+        if lost:  # killed as it was taken (its config went with it): fork a worker for it
+            logger.warning("a spare died as it was taken; forking a worker for the pane")
+            reply, _ = await self._spawn(config, use_spare=False)
+        return reply
+
+    async def _spawn(self, config: dict[str, Any], use_spare: bool) -> tuple[SpawnReply, bool]:
+        """One attempt; True with it when the spare it went to died before its first word."""
         assert self.proc is not None and self.proc.stdin is not None
         request_id = next(self.ids)
         loop = asyncio.get_running_loop()
@@ -146,7 +160,7 @@ class ForkServer:
         taken: int | None = None
         try:
             line = json.dumps({"id": request_id, "config": config}).encode() + b"\n"
-            spawn.pid = taken = self._to_spare(line)
+            spawn.pid = taken = self._to_spare(line) if use_spare else None
             if taken is None:
                 self.proc.stdin.write(line)
                 self.proc.stdin.flush()
@@ -167,9 +181,10 @@ class ForkServer:
             if taken is not None:  # told once the start is answered: the server forks the
                 self._tell({"taken": taken})  # next spare then, not on the same cores now
         if spawn.exited:  # maybe after the answer, before this coroutine resumed
-            return reply._replace(exited=True, returncode=spawn.returncode)
+            lost = taken is not None and spawn.report is None
+            return reply._replace(exited=True, returncode=spawn.returncode), lost
         self.alive.add(reply.pid)
-        return reply
+        return reply, False
 
     def _tell(self, message: dict[str, Any]) -> None:
         if self.proc is None or self.proc.stdin is None:
@@ -183,13 +198,14 @@ class ForkServer:
         assert self.channel is not None
         while True:
             try:
-                data, fds, _, _ = socket.recv_fds(self.channel, 1024, 4)
+                data, fds, _, _ = socket.recv_fds(self.channel, 1024, 4, _CLOEXEC)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
                 data, fds = b"", []
             for fd in fds:
                 os.set_inheritable(fd, False)
+                os.set_blocking(fd, False)  # a spare that does not read never stalls the loop
             if not data and not fds:  # the server's end is closed
                 asyncio.get_running_loop().remove_reader(self.channel.fileno())
                 return
@@ -211,6 +227,8 @@ class ForkServer:
             del self.spares[pid]
             try:
                 written = os.write(fd, line)  # an empty pipe takes 64 KiB at once
+            except BlockingIOError:
+                written = 0
             except OSError:  # it died unused
                 os.close(fd)
                 continue
@@ -223,7 +241,6 @@ class ForkServer:
 
     def _finish_write(self, fd: int, rest: memoryview) -> None:
         """Write the rest of a large config as the spare reads it, off the loop's back."""
-        os.set_blocking(fd, False)
         loop = asyncio.get_running_loop()
 
         def writable() -> None:

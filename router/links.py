@@ -48,6 +48,8 @@ class WorkerLink:
     #: The worker's ZeroMQ identity, from the routing frame of its PaneStarted (nothing is
     #: sent to a worker before that: requests wait for ``started``).
     identity: bytes = b""
+    #: The terminal size the worker was started with or last told (router/sizing.py).
+    size: tuple[int, int] | None = None
 
 
 async def request(
@@ -64,7 +66,8 @@ async def request(
     a loop turn on every reply). ``on_reply``: called with the reply as it is handled (the
     awaiting coroutine resumes only after the rest of that socket drain). ``on_deadline``:
     called with the request id at the deadline instead of failing, for a command the worker
-    answers once told to give up; the reply then has WORKER_REQUEST_TIMEOUT_S more.
+    answers once told to give up; the reply then has WORKER_REQUEST_TIMEOUT_S more. It is
+    also called if the awaiting task is cancelled.
     """
     if link.dead:
         raise PebrelError(ErrorCode.INVALID_STATE, "the pane's worker is gone", _ids(link))
@@ -95,6 +98,10 @@ async def request(
                 ErrorCode.INVALID_STATE, "the pane's worker is unreachable", _ids(link)
             )
         return await fut
+    except asyncio.CancelledError:
+        if on_deadline is not None:  # nobody waits for it any more: the worker gives it up
+            on_deadline(request_id)
+        raise
     finally:
         for deadline in deadlines:
             deadline.cancel()

@@ -366,6 +366,8 @@ class Runtime:
         self.on_answers_stale(pane)
 
     async def close_panes(self, panes: list[Pane]) -> None:
+        for pane in panes:
+            pane.closing = True
         await asyncio.gather(*(self.stop_pane_processes(p) for p in panes))
 
     def busy_panes(self, panes: list[Pane]) -> list[dict[str, Any]]:

@@ -67,7 +67,9 @@ async def spawn_pane(
     assert rt.forkserver is not None
     # Registered before the fork: the worker may connect, and report its first prompt,
     # before the fork server's reply is handled here.
-    link = WorkerLink(window.window_id, pane_id, WorkerProcess(0), loop.create_future())
+    link = WorkerLink(
+        window.window_id, pane_id, WorkerProcess(0), loop.create_future(), size=(cols, rows)
+    )
     rt.links[pane.key] = link
     rt.starting[pane.key] = pane
     try:

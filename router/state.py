@@ -44,6 +44,7 @@ class Pane:
     tracker: ShellTracker = field(default_factory=ShellTracker)
     started: bool = False
     writing: bool = False  # an input write is in flight (never interleave two inputs)
+    closing: bool = False  # being closed (Runtime.close_panes): requests waiting on it end
     agents: PaneAgents = field(default_factory=PaneAgents)
     # The worker's read answers by line count, until it reports a screen change (pane.read).
     reads: dict[int, KeptRead] = field(default_factory=dict)

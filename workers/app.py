@@ -80,8 +80,8 @@ class Worker:
         ``ctx``, ``sock``: a ZeroMQ context and a socket connected to the router, made ahead
         of time by a spare worker (only with the posix_spawn backend). ``stopped``: an event
         the STOP_SIGNALS already set (a spare installs their handlers while it waits).
-        ``short_start_slice``: the process runs with short scheduler slices (a spare asks for
-        them), to be given back once the shell's first prompt is drawn (START_SLICE_S at
+        ``short_start_slice``: the main thread runs with short scheduler slices (a spare asks
+        for them), to be given back once the shell's first prompt is drawn (START_SLICE_S at
         most): while a pane starts, its worker yields a core at once to the router, the
         adapter and the client waiting for the answer; afterwards pane workers in a flood
         must not compete with them on equal terms."""
@@ -241,8 +241,8 @@ class Worker:
             f"shell exited with status {code}" if sig is None else f"shell killed by signal {sig}"
         )
         logger.info("shell exited", extra={**self._ids(), "exit_code": code})
-        self.prompt_writes.pane_exited()
         self.send(m.PaneExited(**self._ids(), exit_code=code, signal=sig, reason=reason))
+        self.prompt_writes.pane_exited()  # after the exit: the router says why it was not typed
 
     # -- PTY input ---------------------------------------------------------------------------
     def _send_key(self, message: m.SendKey) -> None:

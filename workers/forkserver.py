@@ -62,9 +62,10 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _child(
-    parent: int, config_r: int, out_fd: int, private: list[int], endpoint: str | None
+    parent: int, config_r: int, out_fd: int, private: list[int], endpoint: str | None, warm: bool
 ) -> None:
-    """In the forked child: become a clean pane worker process, wait for its config, run it."""
+    """In the forked child: become a clean pane worker process, wait for its config, run it
+    (``warm``: a spare, with time to go over a worker's start first)."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)
@@ -80,7 +81,7 @@ def _child(
         os.dup2(devnull, 1)
         os.close(devnull)
         os.setsid()
-        startup.serve(startup.prepare(endpoint), config_r, report_fd)
+        startup.serve(startup.prepare(endpoint, warm), config_r, report_fd)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
@@ -111,7 +112,7 @@ class ForkServer:
         self.out.write(json.dumps(message).encode() + b"\n")
         self.out.flush()
 
-    def fork_child(self) -> tuple[int, int]:
+    def fork_child(self, spare: bool) -> tuple[int, int]:
         """A child set up as a worker process, waiting for its config on the returned fd."""
         config_r, config_w = os.pipe()
         parent = os.getpid()
@@ -123,7 +124,7 @@ class ForkServer:
             os.close(config_w)
             raise
         if pid == 0:
-            _child(parent, config_r, self.out.fileno(), private, self.endpoint)
+            _child(parent, config_r, self.out.fileno(), private, self.endpoint, spare)
         os.close(config_r)
         self.children.add(pid)
         return pid, config_w
@@ -134,7 +135,7 @@ class ForkServer:
         if self.spare is not None or time.monotonic() < self.refill_at:
             return
         try:
-            pid, config_w = self.fork_child()
+            pid, config_w = self.fork_child(spare=True)
         except OSError:
             self.refill_at = time.monotonic() + SPARE_RETRY_S
             return
@@ -158,7 +159,7 @@ class ForkServer:
         """A pane for which the router had no spare: fork a child and write it the config."""
         line = json.dumps(request).encode() + b"\n"
         try:
-            pid, config_w = self.fork_child()
+            pid, config_w = self.fork_child(spare=False)
         except OSError as exc:
             self.reply({"id": request.get("id"), "error": str(exc)})
             return

@@ -36,7 +36,7 @@ class PromptWrites:
         """Write now if the shell is at its prompt (read all pending output first), else at
         its next B mark."""
         if exited:
-            self._unwritten(message.request_id, "pane exited")
+            self._unwritten(message.request_id, m.PANE_EXITED)
         elif self.at_prompt:
             self.writer.queue(message.request_id, message.data)
         else:
@@ -53,7 +53,7 @@ class PromptWrites:
         """The shell is gone: its prompt will never come."""
         if self.armed is not None:
             armed, self.armed = self.armed, None
-            self._unwritten(armed.request_id, "pane exited")
+            self._unwritten(armed.request_id, m.PANE_EXITED)
 
     def _unwritten(self, request_id: int, error: str) -> None:
         self.send(m.InputWritten(request_id=request_id, written=0, error=error))

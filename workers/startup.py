@@ -54,12 +54,15 @@ class Prepared:
     sock: zmq.SyncSocket | None
 
 
-def prepare(endpoint: str | None) -> Prepared:
-    """Get a spare worker ready: its loop, its connection to the router (``endpoint``), and
-    one pass over a worker's start, so the pages it writes are copied before a pane waits."""
+def prepare(endpoint: str | None, warm: bool = True) -> Prepared:
+    """Get a spare worker ready: its loop, its connection to the router (``endpoint``), and,
+    if ``warm``, one pass over a worker's start, so the pages it writes are copied before a
+    pane waits (not for a child forked for a pane already waiting: that would only delay it)."""
     loop = asyncio.new_event_loop()
     ctx = sock = None
-    if SPAWNS_WITHOUT_FORK:
+    if not warm:
+        pass
+    elif SPAWNS_WITHOUT_FORK:
         _touch_worker_path(loop)
     else:  # ptyprocess forks: no trial shell here, only the screen code
         screen = PaneScreen(80, 24, 100, write_back=lambda data: None)
@@ -132,6 +135,9 @@ def _touch_worker_path(loop: asyncio.AbstractEventLoop) -> None:
 async def _touch_loop(worker: Worker, loop: asyncio.AbstractEventLoop) -> None:
     """The loop side of a worker's start (its reader, child watcher), undone."""
     worker.execs.install(loop)
+    # No orphan reaping for the trial worker: a SIGCHLD now would leave a timer behind that
+    # reaps children of the real worker later (its shell's exit status with them).
+    worker.execs.reaper = None
     loop.add_reader(worker.pty.fd, lambda: None)
     await asyncio.sleep(0)
     loop.remove_reader(worker.pty.fd)

@@ -50,7 +50,7 @@ class PtyWriter:
         while self.writes:
             item = self.writes[0]
             if self.exited():
-                self._finish(item, "pane exited")
+                self._finish(item, m.PANE_EXITED)
                 continue
             try:
                 n = self.pty.write(item.data[item.offset : item.offset + 4096])

@@ -76,7 +76,7 @@ async def submit_at_prompt(rt: Runtime, pane: Pane, data: bytes, limit: float) -
     sending the line back. The running edge is set as the worker's answer is handled, which
     is after the prompt's mark and before any mark of the command (the worker sends them in
     that order). Returns the wait baseline, or None when nothing was typed: no prompt by
-    ``limit`` (time.monotonic()), or the pane exited.
+    ``limit`` (time.monotonic()), or the pane exited (its PaneExited is handled first).
     """
     link = worker_link(rt, pane)
     baseline: list[int] = []
@@ -98,10 +98,10 @@ async def submit_at_prompt(rt: Runtime, pane: Pane, data: bytes, limit: float) -
             on_deadline=give_up,
         )
         assert isinstance(reply, m.InputWritten)
-        if not baseline:
+        if not baseline and reply.error in (None, m.NOT_AT_PROMPT, m.PANE_EXITED):
             return None
-        raise_write_error(pane, reply.error, reply.written)
-    return baseline[0]
+        raise_write_error(pane, reply.error, reply.written)  # typed, or partly: the edge holds
+    return baseline[0] if baseline else None
 
 
 @contextmanager

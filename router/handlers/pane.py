@@ -39,15 +39,15 @@ async def split(rt: Runtime, params: Params) -> Result:
         layout.split_leaf(tab.root, target.pane_id, _PLANNED, direction), tab.cols, tab.rows
     )
     planned = sizes.pop(_PLANNED)
-    sent = sizing.presize(rt, window, sizes)
+    told = sizing.presize(rt, window, sizes)
     try:
         pane = await spawn_pane(rt, window, shell, directory, *planned)
     except BaseException:
-        sizing.restore(rt, sent)
+        sizing.restore(rt, told)
         raise
     if target.key not in rt.state.panes:
         # The target closed while the new shell started: nothing to split any more.
-        sizing.restore(rt, sent)
+        sizing.restore(rt, told)
         await rt.close_panes([pane])
         rt.state.panes.pop(pane.key, None)
         raise PebrelError(
@@ -61,7 +61,7 @@ async def split(rt: Runtime, params: Params) -> Result:
     tab.zoomed_pane = None
     window.active_tab = index
     rt.state.focused_window = window.window_id
-    sizing.resize_tab(rt, window, tab, sent)
+    sizing.resize_tab(rt, window, tab)
     rt.commit()
     return {"window_id": window.window_id, "tab_index": index, "pane_id": pane.pane_id}
 

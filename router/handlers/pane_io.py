@@ -140,11 +140,13 @@ async def read(rt: Runtime, params: Params) -> EncodedResult:
 
 def _still_there(rt: Runtime, pane: Pane, extra: dict[str, Any]) -> None:
     if rt.state.panes.get(pane.key) is not pane:
-        raise PebrelError(
-            ErrorCode.TARGET_NOT_FOUND,
-            f"pane {pane.pane_id} was closed",
-            {**pane_ids(pane), **extra},
-        )
+        raise _closed(pane, extra)
+
+
+def _closed(pane: Pane, extra: dict[str, Any]) -> PebrelError:
+    return PebrelError(
+        ErrorCode.TARGET_NOT_FOUND, f"pane {pane.pane_id} was closed", {**pane_ids(pane), **extra}
+    )
 
 
 async def wait(rt: Runtime, params: Params) -> Result:
@@ -209,7 +211,14 @@ async def run(rt: Runtime, params: Params) -> Result:
         # The shell is starting, or between a command's done mark and its next prompt: its
         # worker types the line the moment the prompt is drawn.
         limit = start + min(timeout_s, FIRST_PROMPT_TIMEOUT_S)
-        typed = await submit_at_prompt(rt, pane, data, limit)
+        try:
+            typed = await submit_at_prompt(rt, pane, data, limit)
+        except PebrelError:
+            if pane.closing:  # closed meanwhile: say so, not "its worker is gone"
+                raise _closed(pane, not_sent) from None
+            _still_there(rt, pane, not_sent)
+            require_live(pane, not_sent)
+            raise
         _still_there(rt, pane, not_sent if typed is None else {"submitted": True})
         if typed is None:
             require_live(pane, not_sent)

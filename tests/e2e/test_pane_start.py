@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pebrel.client import Client
 from tests.agent_fixtures import started_runtime
 from tests.conftest import Runtime, wait_for
 
@@ -118,3 +119,46 @@ def test_a_failed_split_gives_the_split_pane_its_size_back(profiled: Runtime) ->
     assert f"after={half['rows']} {half['cols']}" in profiled.read_text(1)
     assert profiled.run(ok["pane_id"], "echo new=$(stty size)")["exit_code"] == 0
     assert f"new={other['rows']} {other['cols']}" in profiled.read_text(ok["pane_id"])
+
+
+def test_a_run_on_a_shell_that_exits_before_its_prompt_says_it_exited(
+    runtime_env: dict[str, str],
+) -> None:
+    """R6.2: the line waits in the worker for a prompt that never comes: `invalid_state`
+    with the pane's exit, not a bare "not at a prompt"."""
+    home = Path(runtime_env["HOME"])
+    with started_runtime(runtime_env) as rt:
+        rt.run(1, "true")
+        (home / ".bashrc").write_text("sleep 0.3; exit 3\n")
+        pane_id = rt.ok("pane.split", {"pane_id": 1, "direction": "down"})["pane_id"]
+        error = rt.error("pane.run", {"pane_id": pane_id, "command": "echo never"})
+        assert error["code"] == "invalid_state"
+        assert error["details"]["exited"] is True and error["details"]["submitted"] is False
+        assert "status 3" in error["details"]["exit_reason"]
+
+
+def test_a_run_waiting_for_the_first_prompt_of_a_pane_closed_meanwhile(
+    runtime_env: dict[str, str],
+) -> None:
+    """R6.2, R3.4: another client closes the pane while pane.run waits for its first prompt:
+    `target_not_found`, not submitted."""
+    home = Path(runtime_env["HOME"])
+    hold = home / "hold"
+    with started_runtime(runtime_env) as rt:
+        rt.run(1, "true")
+        hold.touch()
+        (home / ".bashrc").write_text(f"while [ -e {hold} ]; do sleep 0.02; done\n")
+        pane_id = rt.ok("pane.split", {"pane_id": 1, "direction": "down"})["pane_id"]
+        with Client(rt.data_dir) as waiting:
+            request_id = waiting.send("pane.run", {"pane_id": pane_id, "command": "echo never"})
+            # Requests of one connection are handled in order: once this is answered, the run
+            # has armed its line (its first step runs as it is handled).
+            assert waiting.call("runtime.snapshot")["ok"]
+            refused = rt.error("pane.prompt", {"pane_id": pane_id, "text": "x"})
+            assert refused["code"] == "input_in_progress"  # the waiting line holds the input
+            rt.ok("pane.close", {"pane_id": pane_id, "confirm": True})
+            answer = waiting.read_line()
+        assert answer["id"] == request_id
+        error = answer["error"]
+        assert error["code"] == "target_not_found"
+        assert error["details"]["submitted"] is False

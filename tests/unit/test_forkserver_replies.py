@@ -8,7 +8,10 @@ and tests/e2e/test_robustness.py; these pin the orderings a real run cannot forc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import socket
+import time
 from typing import Any
 
 import pytest
@@ -113,3 +116,66 @@ def test_worker_identities_are_unique_to_the_process_start() -> None:
     first, second = worker_identity(), worker_identity()
     assert first != second
     assert first.startswith(b"w%d." % os.getpid())
+
+
+def test_a_config_larger_than_the_pipe_never_blocks_the_loop() -> None:
+    """A spare offered over the channel gets a config larger than its pipe: the router writes
+    what fits and the rest as the spare reads (a spare that does not read, stopped or still
+    warming up, must not stall the router's loop)."""
+
+    async def test() -> None:
+        server, _ = _server()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        ours.setblocking(False)
+        server.channel = ours
+        config_r, config_w = os.pipe()
+        try:
+            socket.send_fds(theirs, [b'{"spare": 4242}'], [config_w])
+            os.close(config_w)
+            server._offered()
+            assert list(server.spares) == [4242]
+            line = b'{"config": "' + b"x" * 300_000 + b'"}\n'
+            started = time.monotonic()
+            assert server._to_spare(line) == 4242  # nobody reads yet
+            assert time.monotonic() - started < 0.5 and server.spares == {}
+            received = b""
+            os.set_blocking(config_r, False)
+            while len(received) < len(line):
+                await asyncio.sleep(0.001)  # the loop writes the rest as this reads
+                with contextlib.suppress(BlockingIOError):
+                    received += os.read(config_r, 1 << 16)
+            assert received == line
+        finally:
+            os.close(config_r)
+            ours.close()
+            theirs.close()
+
+    _run(test)
+
+
+def test_a_spare_that_died_before_it_was_taken_is_skipped() -> None:
+    """Its exit came first, or its pipe has no reader: the next spare, or the fork server, is
+    asked instead."""
+
+    async def test() -> None:
+        server, exits = _server()
+        dead_r, dead_w = os.pipe()
+        os.close(dead_r)  # its reader is gone
+        live_r, live_w = os.pipe()
+        os.set_blocking(dead_w, False)
+        os.set_blocking(live_w, False)
+        server.spares = {7: dead_w, 8: live_w}
+        try:
+            assert server._to_spare(b'{"id": 1}\n') == 8
+            assert os.read(live_r, 100) == b'{"id": 1}\n'
+            assert server.spares == {}  # both used up, their write ends closed
+            other_r, other_w = os.pipe()
+            os.close(other_r)
+            server.spares = {9: other_w}
+            server._handle({"exited": 9, "returncode": -9})
+            assert server.spares == {} and exits == []  # a spare's exit is not a pane's
+            assert server._to_spare(b"{}\n") is None
+        finally:
+            os.close(live_r)
+
+    _run(test)

@@ -91,8 +91,8 @@ def test_an_exited_shell_answers_an_armed_line_unwritten() -> None:
     writes.pane_exited()
     writes.arm(m.WriteAtPrompt(request_id=9, data=b"ls\r"), exited=True)
     assert [(msg.request_id, msg.written, msg.error) for msg in sent] == [  # type: ignore[attr-defined]
-        (8, 0, "pane exited"),
-        (9, 0, "pane exited"),
+        (8, 0, m.PANE_EXITED),
+        (9, 0, m.PANE_EXITED),
     ]
     assert writer.queued == []
 
