@@ -13,16 +13,14 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import zmq
 
 from pebrel import messages as m
 from pebrel import proctree
 from pebrel.keys import encode_key
-from pebrel.screenrules import Rule, load_rules
 from pebrel.zmqio import NOBLOCK, Inbox, incoming, worker_connection
+from workers.config import WorkerConfig, screen_rules
 from workers.exec import ExecService, resolve_cwd
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
@@ -48,23 +46,6 @@ START_SLICE_S = 2.0
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerConfig:
-    endpoint: str
-    window_id: int
-    pane_id: int
-    argv: list[str]
-    integrate: bool
-    env: dict[str, str]
-    cwd: str
-    cols: int
-    rows: int
-    scrollback_lines: int
-    log_path: str
-    #: `[[screen_rules]]` from settings, matched before the shipped rules.
-    screen_rules: list[dict[str, Any]] = field(default_factory=list)
-
-
 class Worker:
     def __init__(
         self,
@@ -80,11 +61,9 @@ class Worker:
         ``ctx``, ``sock``: a ZeroMQ context and a socket connected to the router, made ahead
         of time by a spare worker (only with the posix_spawn backend). ``stopped``: an event
         the STOP_SIGNALS already set (a spare installs their handlers while it waits).
-        ``short_start_slice``: the main thread runs with short scheduler slices (a spare asks
-        for them), to be given back once the shell's first prompt is drawn (START_SLICE_S at
-        most): while a pane starts, its worker yields a core at once to the router, the
-        adapter and the client waiting for the answer; afterwards pane workers in a flood
-        must not compete with them on equal terms."""
+        ``short_start_slice``: the main thread has short scheduler slices (a spare asked),
+        kept until the shell's first prompt (START_SLICE_S at most): a starting pane yields a
+        core at once to whoever waits for its answer; a flood must not compete on equal terms."""
         self.config = config
         self.own_signals = stopped is None
         self.short_slice = short_start_slice
@@ -120,7 +99,7 @@ class Worker:
         self.foreground = ForegroundTracker(self.pty.pid)
         self.osc = OscFacts(self._ids(), self.foreground, lambda: self.screen.cursor_row_absolute)
         self.screen_rules = ScreenRuleWatch(
-            _screen_rules(config), self.screen.visible_text, self._send_screen_match
+            screen_rules(config), self.screen.visible_text, self._send_screen_match
         )
         # Looked up per call, not bound now: tests put a recorder in place of ``send``.
         self.writer = PtyWriter(self.pty, lambda message: self.send(message), lambda: self.exited)
@@ -420,11 +399,3 @@ class Worker:
         while True:
             await asyncio.sleep(FOREGROUND_POLL_S)
             self._check_foreground()
-
-
-def _screen_rules(config: WorkerConfig) -> list[Rule]:
-    try:
-        return load_rules(config.screen_rules)
-    except ValueError:
-        logger.exception("invalid screen rules from settings; using the shipped rules only")
-        return load_rules([])

@@ -21,7 +21,8 @@ import zmq
 from pebrel import messages as m
 from pebrel import proctree
 from pebrel.zmqio import connect_worker, worker_connection
-from workers.app import STOP_SIGNALS, Worker, WorkerConfig
+from workers.app import STOP_SIGNALS, Worker
+from workers.config import WorkerConfig
 from workers.osc import OscEvent
 from workers.pty import SPAWNS_WITHOUT_FORK
 from workers.screen import PaneScreen

@@ -22,7 +22,8 @@ import pytest
 
 from pebrel import messages as m
 from pebrel.screenrules import load_rules
-from workers.app import Worker, WorkerConfig
+from workers.app import Worker
+from workers.config import WorkerConfig
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
 from workers.program_status import ProgramReport, ProgramStatusParser
