@@ -12,37 +12,17 @@ from pathlib import Path
 import pytest
 
 from pebrel import messages as m
-from pebrel.settings import load_settings
 from router import sizing
 from router.handlers import pane_io
-from router.links import WorkerLink, WorkerProcess
 from router.runtime import Runtime
-from router.state import Pane, Window, new_tab
+from router.state import Pane
+from tests.unit.router_stub import one_pane_runtime
 
 pytestmark = pytest.mark.timeout(30)
 
 
 def _runtime(tmp_path: Path, sent: list[m.Message]) -> tuple[Runtime, Pane]:
-    rt = Runtime(
-        tmp_path,
-        load_settings(tmp_path),
-        "ipc://unused",
-        lambda _, msg: sent.append(msg) or True,
-        {},
-        "/",
-    )
-    window = Window(1)
-    window.tabs.append(new_tab(1, 80, 24))
-    window.next_pane_id = 2
-    rt.state.windows[1] = window
-    rt.state.focused_window = 1
-    pane = Pane(1, 1, "/bin/sh", "sh", "/", 80, 24)
-    rt.state.panes[pane.key] = pane
-    rt.state.commit()
-    started: asyncio.Future[m.Message] = asyncio.get_running_loop().create_future()
-    started.set_result(m.ScreenChanged(window_id=1, pane_id=1))
-    rt.links[pane.key] = WorkerLink(1, 1, WorkerProcess(0), started, identity=b"w")
-    return rt, pane
+    return one_pane_runtime(tmp_path, sent.append, integrated=False)
 
 
 def _answer(request: m.Message, lines: list[str], reports: int) -> m.ScreenRead:

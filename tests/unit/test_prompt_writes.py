@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
-from pebrel.settings import load_settings
 from router.handlers import pane_io
-from router.links import WorkerLink, WorkerProcess
 from router.runtime import Runtime
-from router.state import Pane, Window, new_tab
+from router.state import Pane
+from tests.unit.router_stub import one_pane_runtime
 from workers.promptwrites import PromptWrites
 
 pytestmark = pytest.mark.timeout(30)
@@ -101,27 +101,7 @@ def test_an_exited_shell_answers_an_armed_line_unwritten() -> None:
 
 
 def _runtime(tmp_path: Path, sent: list[m.Message]) -> tuple[Runtime, Pane]:
-    rt = Runtime(
-        tmp_path,
-        load_settings(tmp_path),
-        "ipc://unused",
-        lambda _, msg: sent.append(msg) or True,
-        {},
-        "/",
-    )
-    window = Window(1)
-    window.tabs.append(new_tab(1, 80, 24))
-    window.next_pane_id = 2
-    rt.state.windows[1] = window
-    rt.state.focused_window = 1
-    pane = Pane(1, 1, "/bin/bash", "bash", "/", 80, 24)
-    pane.integrated = pane.tracker.integrated = True
-    rt.state.panes[pane.key] = pane
-    rt.state.commit()
-    started: asyncio.Future[m.Message] = asyncio.get_running_loop().create_future()
-    started.set_result(m.ScreenChanged(window_id=1, pane_id=1))
-    rt.links[pane.key] = WorkerLink(1, 1, WorkerProcess(0), started, identity=b"w")
-    return rt, pane
+    return one_pane_runtime(tmp_path, sent.append, integrated=True)
 
 
 def _mark(mark: str, code: int | None = None) -> m.ShellMarked:
@@ -180,19 +160,27 @@ def test_without_wait_the_baseline_is_the_edge_the_write_set(tmp_path: Path) -> 
     asyncio.run(main())
 
 
+async def _past_its_deadline(
+    rt: Runtime, sent: list[m.Message]
+) -> tuple[asyncio.Future[Any], m.WriteAtPrompt]:
+    """A pane.run of `true` with a 50 ms deadline, armed in the worker and cancelled at it."""
+    run = asyncio.ensure_future(
+        pane_io.run(rt, {"pane_id": 1, "command": "true", "timeout_ms": 50})
+    )
+    await asyncio.sleep(0)
+    armed = sent[-1]
+    assert isinstance(armed, m.WriteAtPrompt)
+    while not isinstance(sent[-1], m.CancelAtPrompt):
+        await asyncio.sleep(0.01)  # the deadline's timer runs on this loop
+    assert sent[-1] == m.CancelAtPrompt(request_id=armed.request_id)
+    return run, armed
+
+
 def test_no_prompt_by_the_deadline_cancels_and_types_nothing(tmp_path: Path) -> None:
     async def main() -> None:
         sent: list[m.Message] = []
         rt, pane = _runtime(tmp_path, sent)
-        run = asyncio.ensure_future(
-            pane_io.run(rt, {"pane_id": 1, "command": "true", "timeout_ms": 50})
-        )
-        await asyncio.sleep(0)
-        armed = sent[-1]
-        assert isinstance(armed, m.WriteAtPrompt)
-        while not isinstance(sent[-1], m.CancelAtPrompt):
-            await asyncio.sleep(0.01)
-        assert sent[-1] == m.CancelAtPrompt(request_id=armed.request_id)
+        run, armed = await _past_its_deadline(rt, sent)
         assert not run.done()  # the worker's answer says whether it was typed after all
         rt.on_worker_message(
             m.InputWritten(request_id=armed.request_id, written=0, error=m.NOT_AT_PROMPT)
@@ -210,13 +198,7 @@ def test_a_write_that_crossed_the_cancel_is_a_submitted_run(tmp_path: Path) -> N
     async def main() -> None:
         sent: list[m.Message] = []
         rt, pane = _runtime(tmp_path, sent)
-        run = asyncio.ensure_future(
-            pane_io.run(rt, {"pane_id": 1, "command": "true", "timeout_ms": 50})
-        )
-        await asyncio.sleep(0)
-        armed = sent[-1]
-        while not isinstance(sent[-1], m.CancelAtPrompt):
-            await asyncio.sleep(0.01)
+        run, armed = await _past_its_deadline(rt, sent)
         # The prompt came, and the worker typed, before it read the cancel.
         rt.on_worker_message(_mark("B"))
         rt.on_worker_message(
