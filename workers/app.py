@@ -25,7 +25,7 @@ from workers.exec import ExecService, resolve_cwd
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
 from workers.oscfacts import OscFacts
-from workers.promptwrites import PromptWrites
+from workers.promptwrites import PROMPT_MARKS, PromptWrites
 from workers.pty import PosixPty
 from workers.readwatch import ReadWatch
 from workers.screen import PaneScreen
@@ -153,7 +153,7 @@ class Worker:
                     self.send(fact)
                     if isinstance(fact, m.ShellMarked):
                         self.prompt_writes.marked(fact.mark)
-                        if fact.mark == "B" and self.short_slice:
+                        if fact.mark in PROMPT_MARKS and self.short_slice:
                             self._started()
             else:
                 self.reads.changing()  # the router's kept read goes stale
@@ -170,6 +170,7 @@ class Worker:
             self.title = title
             self.send(m.TitleChanged(**self._ids(), title=title))
         self._check_foreground()
+        self.prompt_writes.output_done()  # types a line armed for a prompt this drew
 
     def _started(self) -> None:
         """The pane has started: back to the scheduler's default slice."""

@@ -37,34 +37,50 @@ def _prompt_writes() -> tuple[PromptWrites, _Writer, list[m.Message]]:
     return PromptWrites(writer, sent.append), writer, sent  # type: ignore[arg-type]
 
 
-def test_an_armed_line_is_typed_at_the_next_prompt_and_not_before() -> None:
+def _output(writes: PromptWrites, *marks: str) -> None:
+    """A chunk of output holding these marks, taken in."""
+    for mark in marks:
+        writes.marked(mark)
+    writes.output_done()
+
+
+def test_an_armed_line_is_typed_once_the_output_that_drew_the_prompt_is_in() -> None:
     writes, writer, sent = _prompt_writes()
     writes.arm(m.WriteAtPrompt(request_id=7, data=b"make\r"), exited=False)
+    _output(writes)  # rc files still printing
+    assert writer.queued == []
     writes.marked("A")
-    assert writer.queued == []  # the prompt is being drawn, input starts after B
     writes.marked("B")
+    assert writer.queued == []  # not in the middle of the chunk that draws the prompt
+    writes.output_done()
     assert writer.queued == [(7, b"make\r")]
-    writes.marked("B")  # a redraw of the same prompt does not type it twice
+    _output(writes, "A", "B")  # a redraw of the same prompt does not type it twice
     assert writer.queued == [(7, b"make\r")] and sent == []
+
+
+def test_a_shell_whose_marks_have_no_b_is_at_its_prompt_after_a() -> None:
+    """fish 4 marks its prompt with A only (its own OSC 133)."""
+    writes, writer, _ = _prompt_writes()
+    writes.arm(m.WriteAtPrompt(request_id=2, data=b"ls\r"), exited=False)
+    _output(writes, "A")
+    assert writer.queued == [(2, b"ls\r")]
 
 
 def test_a_shell_already_at_its_prompt_gets_the_line_at_once() -> None:
     writes, writer, _ = _prompt_writes()
-    writes.marked("B")
+    _output(writes, "A", "B")
     writes.arm(m.WriteAtPrompt(request_id=3, data=b"ls\r"), exited=False)
     assert writer.queued == [(3, b"ls\r")]
 
 
 def test_a_running_command_is_not_a_prompt() -> None:
     writes, writer, _ = _prompt_writes()
-    for mark in ("B", "C"):
-        writes.marked(mark)
+    _output(writes, "A", "B", "C")
     writes.arm(m.WriteAtPrompt(request_id=4, data=b"ls\r"), exited=False)
     assert writer.queued == []
-    writes.marked("D")
-    writes.marked("A")
+    _output(writes, "D")
     assert writer.queued == []
-    writes.marked("B")
+    _output(writes, "A", "B")
     assert writer.queued == [(4, b"ls\r")]
 
 
@@ -73,14 +89,14 @@ def test_a_cancelled_line_is_answered_unwritten_and_never_typed() -> None:
     writes.arm(m.WriteAtPrompt(request_id=5, data=b"rm -rf build\r"), exited=False)
     writes.cancel(5)
     assert sent == [m.InputWritten(request_id=5, written=0, error=m.NOT_AT_PROMPT)]
-    writes.marked("B")
+    _output(writes, "A", "B")
     assert writer.queued == []
 
 
 def test_a_cancel_after_the_write_changes_nothing() -> None:
     writes, writer, sent = _prompt_writes()
     writes.arm(m.WriteAtPrompt(request_id=6, data=b"ls\r"), exited=False)
-    writes.marked("B")
+    _output(writes, "A", "B")
     writes.cancel(6)  # crossed the write: its InputWritten comes from the writer
     assert writer.queued == [(6, b"ls\r")] and sent == []
 
