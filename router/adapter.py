@@ -285,7 +285,12 @@ class Frontend:
         self.link = await open_link(
             socket.socket(fileno=self.link_fd), self.on_router_message, self.stop.set
         )
-        server = await loop.create_server(lambda: ClientProtocol(self), "127.0.0.1", 0)
+        # The kernel's cap, not asyncio's 100: a burst of clients (128 agents each connecting
+        # for one exec) overflowed the accept queue, and a dropped handshake is retried only
+        # after a retransmission timeout (0.2-1 s).
+        server = await loop.create_server(
+            lambda: ClientProtocol(self), "127.0.0.1", 0, backlog=socket.SOMAXCONN
+        )
         port = server.sockets[0].getsockname()[1]
         self.to_router(m.FrontendStarted(port=port))
         await self.stop.wait()

@@ -11,8 +11,10 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import socket
 import stat
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -222,6 +224,43 @@ UNAUTHENTICATED = [
     Unauthenticated("json-array", lambda w: json.dumps([w.token]).encode() + b"\n"),
     Unauthenticated("oversized-line", lambda w: b"x" * (MAX_REQUEST_LINE_BYTES + 1024)),
 ]
+
+
+def test_a_burst_of_clients_fits_the_accept_queue(runtime: Runtime) -> None:
+    """R1.1: the listening socket takes the kernel's full backlog, not asyncio's 100: 128
+    agents connecting at once for one request each must not overflow it (a dropped handshake
+    is retried only after 0.2-1 s). `ss` shows a listener's backlog as its Send-Q."""
+    ss = shutil.which("ss")
+    if ss is None:
+        pytest.skip("`ss` (iproute2) is not installed")
+    info = port_info(runtime)
+    shown = subprocess.run(
+        [ss, "-ltnH", f"sport = :{info['port']}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert int(shown[2]) >= min(socket.SOMAXCONN, 1024), shown
+    sockets = [socket.create_connection(("127.0.0.1", info["port"])) for _ in range(150)]
+    try:
+        line = (
+            json.dumps(
+                {
+                    "protocol": PROTOCOL,
+                    "version": 1,
+                    "id": 1,
+                    "method": "runtime.snapshot",
+                    "params": {},
+                    "token": info["token"],
+                }
+            ).encode()
+            + b"\n"
+        )
+        for sock in sockets:
+            sock.sendall(line)
+        for sock in sockets:
+            sock.settimeout(ANSWER_DEADLINE_S)
+            assert json.loads(sock.makefile("rb").readline())["ok"]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 @pytest.mark.parametrize("case", UNAUTHENTICATED, ids=[c.name for c in UNAUTHENTICATED])
