@@ -101,6 +101,8 @@ class ForkServer:
         #: Spares offered by the server: pid -> the write end of its config pipe.
         self.spares: dict[int, int] = {}
         self.channel: socket.socket | None = None
+        #: Its stdout is read (until its EOF is handled, in _gone).
+        self.reading = False
 
     @property
     def pid(self) -> int | None:
@@ -108,9 +110,7 @@ class ForkServer:
 
     def start(self) -> None:
         self._drop_spares()
-        if self.proc is not None and self.proc.stdout is not None:  # a restart: the old
-            with contextlib.suppress(Exception):  # pipe's EOF may not have been handled
-                asyncio.get_running_loop().remove_reader(self.proc.stdout.fileno())
+        self.buffer = b""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
             with open(self.log_path, "ab") as log, proctree.OWN_CHILDREN_LOCK:
@@ -138,17 +138,26 @@ class ForkServer:
         fd = self.proc.stdout.fileno()
         os.set_blocking(fd, False)
         loop.add_reader(fd, self._readable)
+        self.reading = True
 
     async def spawn(self, config: dict[str, Any]) -> SpawnReply:
         """Fork a pane worker with `config`; return its pid and, once it runs, its shell's."""
-        if self.proc is None or self.proc.poll() is not None:
-            logger.warning("fork server not running; starting it again")
-            self.start()
+        self._running()
         reply, lost = await self._spawn(config, use_spare=True)
         if lost:  # killed as it was taken (its config went with it): fork a worker for it
             logger.warning("a spare died as it was taken; forking a worker for the pane")
+            self._running()
             reply, _ = await self._spawn(config, use_spare=False)
         return reply
+
+    def _running(self) -> None:
+        """Start the fork server again if it exited (its exit handled first, if not yet)."""
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        if self.proc is not None and self.reading:
+            self._gone()  # its pipe's EOF may still be on its way
+        logger.warning("fork server not running; starting it again")
+        self.start()
 
     async def _spawn(self, config: dict[str, Any], use_spare: bool) -> tuple[SpawnReply, bool]:
         """One attempt; True with it when the spare it went to died before its first word."""
@@ -302,10 +311,12 @@ class ForkServer:
                     waiting.give_up()  # if it died before reporting
             return
         spawn = self.pending.get(message.get("id", -1))
-        if spawn is None or spawn.fut.done():
+        if spawn is None:
             return
-        if "shell_pid" in message:
+        if "shell_pid" in message:  # kept even after a give_up: the worker did report
             spawn.reported(message)
+        elif spawn.fut.done():
+            return
         elif "pid" in message:
             spawn.pid = int(message["pid"])
             spawn.try_answer()
@@ -319,6 +330,7 @@ class ForkServer:
     def _gone(self) -> None:
         """The fork server exited: its workers die with it (parent-death signal)."""
         assert self.proc is not None and self.proc.stdout is not None
+        self.reading = False
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
             loop.remove_reader(self.proc.stdout.fileno())

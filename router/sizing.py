@@ -67,7 +67,8 @@ def restore(rt: Runtime, keys: Iterable[tuple[int, int]]) -> None:
 
 
 def _send_size(rt: Runtime, pane: Pane, link: WorkerLink, _: object = None) -> None:
-    _send(rt, link, pane.cols, pane.rows)
+    if link.size != (pane.cols, pane.rows):  # a size told on connecting may be told already
+        _send(rt, link, pane.cols, pane.rows)
 
 
 def _send(rt: Runtime, link: WorkerLink, cols: int, rows: int) -> None:

@@ -25,12 +25,12 @@ from workers.exec import ExecService, resolve_cwd
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
 from workers.oscfacts import OscFacts
-from workers.promptwrites import PROMPT_MARKS, PromptWrites
+from workers.promptwrites import ENDS_PROMPTS_WITH_B, PROMPT_MARKS, PromptWrites
 from workers.pty import PosixPty
 from workers.readwatch import ReadWatch
 from workers.screen import PaneScreen
 from workers.screenwatch import ScreenRuleWatch
-from workers.shells import launch_spec
+from workers.shells import launch_spec, shell_kind
 from workers.writes import PtyWriter
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,8 @@ class Worker:
         )
         # Looked up per call, not bound now: tests put a recorder in place of ``send``.
         self.writer = PtyWriter(self.pty, lambda message: self.send(message), lambda: self.exited)
-        self.prompt_writes = PromptWrites(self.writer, lambda message: self.send(message))
+        sends_b = self.integrated and shell_kind(config.argv[0]) in ENDS_PROMPTS_WITH_B
+        self.prompt_writes = PromptWrites(self.writer, lambda m_: self.send(m_), sends_b)
         self.title = ""
         self.shell_in_foreground = True
         self.exited = False

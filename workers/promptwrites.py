@@ -3,12 +3,13 @@
 When pane.run finds the shell not at its prompt yet (starting, or between a command's done
 mark and its next prompt), the router arms the line here instead of waiting to hear of the
 prompt and sending the line back: one round trip less between the prompt and the command.
-The worker types once it has taken in the output that drew the prompt (a chunk holding its
-A or B mark, the last mark seen: a running command's C has not come after it), as the router
-would have after hearing of the prompt: bash draws A and B in one write, and fish 4, whose own
-marks have no B, is at its prompt after A. The prompt's marks go out first, then the write,
-then its answer, so the router sees the prompt, then the write (where it sets the running
-edge), then the command's own marks, in that order.
+The worker types once it has taken in the output that ends the prompt: a chunk after which
+the last mark seen is B (no command's C after it). bash and zsh draw B at the end of the
+prompt their line editor prints (zsh prints A earlier, from precmd, while the terminal still
+echoes input: a line typed then shows twice). fish 4 marks its prompts itself, with no B:
+for a shell not known to send B (fish) an A will do until a B has been seen from it. The
+prompt's marks go out first, then the write, then its answer, so the router sees the prompt,
+then the write (where it sets the running edge), then the command's own marks, in that order.
 """
 
 from __future__ import annotations
@@ -20,20 +21,29 @@ from workers.writes import PtyWriter
 
 #: The marks that say the shell is at its prompt (the router's task state counts both too).
 PROMPT_MARKS = ("A", "B")
+#: Shells whose integration (workers/shellinit) ends every prompt with B.
+ENDS_PROMPTS_WITH_B = ("bash", "zsh")
 
 
 class PromptWrites:
-    def __init__(self, writer: PtyWriter, send: Callable[[m.Message], None]) -> None:
+    def __init__(
+        self, writer: PtyWriter, send: Callable[[m.Message], None], sends_b: bool = True
+    ) -> None:
+        """``sends_b``: the shell is known to end its prompts with B (ENDS_PROMPTS_WITH_B)."""
         self.writer = writer
         self.send = send
-        #: The shell's last mark was A or B: it is at its prompt, reading a command line.
+        self.sends_b = sends_b
+        #: The last mark says the shell reads a command line (B; or A from a shell not
+        #: known to send B).
         self.at_prompt = False
         #: The write waiting for the prompt.
         self.armed: m.WriteAtPrompt | None = None
 
     def marked(self, mark: str) -> None:
         """A shell mark went out to the router."""
-        self.at_prompt = mark in PROMPT_MARKS
+        if mark == "B":
+            self.sends_b = True
+        self.at_prompt = mark == "B" or (mark == "A" and not self.sends_b)
 
     def output_done(self) -> None:
         """A chunk of output has been taken in: type an armed line if it left a prompt."""

@@ -70,20 +70,23 @@ async def write_input(rt: Runtime, pane: Pane, data: bytes) -> None:
     raise_write_error(pane, reply.error, reply.written)
 
 
-async def submit_at_prompt(rt: Runtime, pane: Pane, data: bytes, limit: float) -> int | None:
-    """Have the worker type ``data`` and Enter the moment the shell's prompt is drawn (for a
-    shell not at its prompt yet): one round trip less than hearing of the prompt here and
-    sending the line back. The running edge is set as the worker's answer is handled, which
-    is after the prompt's mark and before any mark of the command (the worker sends them in
-    that order). Returns the wait baseline, or None when nothing was typed: no prompt by
+async def submit_at_prompt(
+    rt: Runtime, pane: Pane, data: bytes, limit: float
+) -> tuple[int, int] | None:
+    """Have the worker type ``data`` and Enter as soon as the shell is at its prompt (at once
+    if it is): the worker knows first when the prompt has been drawn, and it sends the
+    prompt's marks, then the write's answer, then the command's marks. As that answer is
+    handled here the running edge is set, and the command's number taken (the next C is this
+    line's: every mark the worker saw before it typed has been handled by then). Returns the
+    wait baseline and the command's number, or None when nothing was typed: no prompt by
     ``limit`` (time.monotonic()), or the pane exited (its PaneExited is handled first).
     """
     link = worker_link(rt, pane)
-    baseline: list[int] = []
+    typed: list[tuple[int, int]] = []
 
     def written(reply: m.Message) -> None:
         if isinstance(reply, m.InputWritten) and reply.written > 0:
-            baseline.append(mark_submitted(rt, pane))
+            typed.append((mark_submitted(rt, pane), pane.tracker.commands_started + 1))
 
     def give_up(request_id: int) -> None:
         rt.send(link.identity, m.CancelAtPrompt(request_id=request_id))
@@ -98,10 +101,10 @@ async def submit_at_prompt(rt: Runtime, pane: Pane, data: bytes, limit: float) -
             on_deadline=give_up,
         )
         assert isinstance(reply, m.InputWritten)
-        if not baseline and reply.error in (None, m.NOT_AT_PROMPT, m.PANE_EXITED):
+        if not typed and reply.error in (None, m.NOT_AT_PROMPT, m.PANE_EXITED):
             return None
         raise_write_error(pane, reply.error, reply.written)  # typed, or partly: the edge holds
-    return baseline[0] if baseline else None
+    return typed[0] if typed else None
 
 
 @contextmanager
@@ -135,21 +138,16 @@ def mark_submitted(rt: Runtime, pane: Pane) -> int:
     return pane.tracker.seq
 
 
-async def submit_line(
-    rt: Runtime, pane: Pane, data: bytes, submit: bool, enter_apart: bool = True
-) -> int:
+async def submit_line(rt: Runtime, pane: Pane, data: bytes, submit: bool) -> int:
     """Type `data`, then Enter as a separate write (TUIs read text and Enter in one read as a
-    paste); the running edge is set before any byte. ``enter_apart=False``: one write, for a
-    shell known to be at its prompt (pane.run), a round trip to the worker sooner.
+    paste); the running edge is set before any byte (pane.prompt; pane.run's line goes
+    through :func:`submit_at_prompt`).
 
     Returns the `after_seq` baseline: the seq right after the edge (or at the write, when no
     edge was set).
     """
     with writing(pane):
         baseline = mark_submitted(rt, pane) if submit else pane.tracker.seq
-        if submit and not enter_apart:
-            await write_input(rt, pane, data + b"\r")
-            return baseline
         if data:
             await write_input(rt, pane, data)
         if submit:

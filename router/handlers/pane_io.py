@@ -206,29 +206,25 @@ async def run(rt: Runtime, params: Params) -> Result:
     start = time.monotonic()
     tracker = pane.tracker
     require_unlocked(pane, not_sent)
-    number = tracker.commands_started + 1
-    if not tracker.at_prompt and not tracker.command_active:
-        # The shell is starting, or between a command's done mark and its next prompt: its
-        # worker types the line the moment the prompt is drawn.
-        limit = start + min(timeout_s, FIRST_PROMPT_TIMEOUT_S)
-        try:
-            typed = await submit_at_prompt(rt, pane, data, limit)
-        except PebrelError:
-            if pane.closing:  # closed meanwhile: say so, not "its worker is gone"
-                raise _closed(pane, not_sent) from None
-            _still_there(rt, pane, not_sent)
-            require_live(pane, not_sent)
-            raise
-        _still_there(rt, pane, not_sent if typed is None else {"submitted": True})
-        if typed is None:
-            require_live(pane, not_sent)
-            raise _not_at_prompt(pane)
-        baseline = typed
-    elif tracker.command_active:
+    if tracker.command_active:
         raise _not_at_prompt(pane)
-    else:
-        # The integrated shell is at its prompt (checked above): it reads the line as typed.
-        baseline = await submit_line(rt, pane, data, True, enter_apart=False)
+    # The pane's worker types the line once the shell is at its prompt: at once if it is,
+    # else (starting, between a command's end and its next prompt, still drawing its
+    # prompt) when the prompt has been drawn.
+    limit = start + min(timeout_s, FIRST_PROMPT_TIMEOUT_S)
+    try:
+        typed = await submit_at_prompt(rt, pane, data, limit)
+    except PebrelError:
+        if pane.closing:  # closed meanwhile: say so, not "its worker is gone"
+            raise _closed(pane, not_sent) from None
+        _still_there(rt, pane, not_sent)
+        require_live(pane, not_sent)
+        raise
+    _still_there(rt, pane, not_sent if typed is None else {"submitted": True})
+    if typed is None:
+        require_live(pane, not_sent)
+        raise _not_at_prompt(pane)
+    baseline, number = typed
     submitted_at = time.monotonic()
     rt.commit()
     if not params.get("wait", True):

@@ -96,3 +96,18 @@ def test_user_rc_is_loaded_and_left_unchanged(runtime: Runtime, case: ShellCase)
     runtime.run(pane_id, "cd /tmp")
     runtime.ok("pane.close", {"pane_id": pane_id})
     assert rc.read_bytes() == before == case.rc_text.encode()
+
+
+def test_a_line_is_typed_once_zsh_has_drawn_its_prompt(runtime: Runtime) -> None:
+    """R6.2: zsh's integration marks the prompt start (A) from precmd, before a slow precmd
+    hook of the user and before its line editor draws the prompt; pane.run types the line only
+    once the prompt is drawn (B), so the terminal never echoes it before the prompt."""
+    case = SHELLS[IDS.index("zsh")]
+    slow_hook = "PS1='%% '\nslow_hook() { sleep 0.3 }\nprecmd_functions+=(slow_hook)\n"
+    pane_id = open_tab(runtime, case._replace(rc_text=slow_hook))
+    for word in ("first", "second"):  # the first prompt, then the one after a command
+        result = runtime.run(pane_id, f"echo {word}-$((6*7))")
+        assert result["exit_code"] == 0
+    lines = [line.strip() for line in runtime.read_text(pane_id).splitlines()]
+    assert "% echo first-$((6*7))" in lines and "% echo second-$((6*7))" in lines
+    assert "echo first-$((6*7))" not in lines and "echo second-$((6*7))" not in lines

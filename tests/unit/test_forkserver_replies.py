@@ -12,6 +12,7 @@ import contextlib
 import os
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -177,5 +178,48 @@ def test_a_spare_that_died_before_it_was_taken_is_skipped() -> None:
             assert server._to_spare(b"{}\n") is None
         finally:
             os.close(live_r)
+
+    _run(test)
+
+
+def test_a_restart_before_the_old_servers_eof_still_reports_its_workers(tmp_path: Path) -> None:
+    """The fork server died and a spawn restarts it before the loop has read the old pipe's
+    EOF: the old server's workers are still reported gone (their panes marked exited)."""
+
+    async def test() -> None:
+        exits: list[int] = []
+        server = ForkServer(
+            str(tmp_path / "log"), f"ipc://{tmp_path}/none", lambda pid, code: exits.append(pid)
+        )
+        server.start()
+        try:
+            server.alive.add(999_999)  # a pane worker the old server ran
+            old = server.proc
+            assert old is not None
+            old.kill()
+            old.wait()  # no loop turn: its EOF is not handled yet
+            server._running()
+            assert exits == [999_999] and server.alive == set()
+            assert server.proc is not old and server.proc is not None
+            assert server.proc.poll() is None
+        finally:
+            server.close()
+            await asyncio.get_running_loop().run_in_executor(None, server.wait)
+
+    _run(test)
+
+
+def test_a_report_after_the_give_up_is_still_recorded() -> None:
+    """A slow spare answered without its shell (the report timer) that then reports and dies:
+    it did start a shell, so it is not retried as a spare lost when taken."""
+
+    async def test() -> None:
+        server, _ = _server()
+        spawn = await _pending(server, 1)
+        spawn.pid = 100
+        spawn.give_up()
+        assert spawn.fut.result() == SpawnReply(100, None, False)
+        server._handle({"id": 1, "shell_pid": 101, "integrated": True})
+        assert spawn.report is not None and spawn.report["shell_pid"] == 101
 
     _run(test)

@@ -32,9 +32,9 @@ class _Writer:
         self.queued.append((request_id, data))
 
 
-def _prompt_writes() -> tuple[PromptWrites, _Writer, list[m.Message]]:
+def _prompt_writes(sends_b: bool = True) -> tuple[PromptWrites, _Writer, list[m.Message]]:
     writer, sent = _Writer(), []
-    return PromptWrites(writer, sent.append), writer, sent  # type: ignore[arg-type]
+    return PromptWrites(writer, sent.append, sends_b), writer, sent  # type: ignore[arg-type]
 
 
 def _output(writes: PromptWrites, *marks: str) -> None:
@@ -58,12 +58,33 @@ def test_an_armed_line_is_typed_once_the_output_that_drew_the_prompt_is_in() -> 
     assert writer.queued == [(7, b"make\r")] and sent == []
 
 
+def test_an_a_printed_before_the_prompt_is_not_the_prompt() -> None:
+    """zsh prints A from precmd, before its line editor draws the prompt (and B with it):
+    typed then, the line would be echoed twice."""
+    writes, writer, _ = _prompt_writes()
+    writes.arm(m.WriteAtPrompt(request_id=1, data=b"ls\r"), exited=False)
+    _output(writes, "A")
+    assert writer.queued == []
+    _output(writes, "B")
+    assert writer.queued == [(1, b"ls\r")]
+
+
 def test_a_shell_whose_marks_have_no_b_is_at_its_prompt_after_a() -> None:
     """fish 4 marks its prompt with A only (its own OSC 133)."""
-    writes, writer, _ = _prompt_writes()
+    writes, writer, _ = _prompt_writes(sends_b=False)
     writes.arm(m.WriteAtPrompt(request_id=2, data=b"ls\r"), exited=False)
     _output(writes, "A")
     assert writer.queued == [(2, b"ls\r")]
+
+
+def test_once_a_shell_sent_b_an_a_alone_is_not_enough() -> None:
+    writes, writer, _ = _prompt_writes(sends_b=False)
+    _output(writes, "A", "B", "C")
+    writes.arm(m.WriteAtPrompt(request_id=3, data=b"ls\r"), exited=False)
+    _output(writes, "D", "A")
+    assert writer.queued == []
+    _output(writes, "B")
+    assert writer.queued == [(3, b"ls\r")]
 
 
 def test_a_shell_already_at_its_prompt_gets_the_line_at_once() -> None:
@@ -224,5 +245,34 @@ def test_a_write_that_crossed_the_cancel_is_a_submitted_run(tmp_path: Path) -> N
             rt.on_worker_message(_mark(mark, code))
         result = await run
         assert result["exit_code"] == 0 and not pane.writing
+
+    asyncio.run(main())
+
+
+def test_a_command_that_starts_before_the_line_is_typed_is_not_taken_for_it(
+    tmp_path: Path,
+) -> None:
+    """The router saw a prompt, but the worker had already seen a command start (typed by
+    other means) and types the line only at the next prompt: the run reports its own
+    command, not the one that ran first."""
+
+    async def main() -> None:
+        sent: list[m.Message] = []
+        rt, _ = _runtime(tmp_path, sent)
+        rt.on_worker_message(_mark("A"))
+        rt.on_worker_message(_mark("B"))
+        run = asyncio.ensure_future(pane_io.run(rt, {"pane_id": 1, "command": "true"}))
+        await asyncio.sleep(0)
+        armed = sent[-1]
+        assert isinstance(armed, m.WriteAtPrompt)
+        for mark, code in (("C", None), ("D", 7), ("A", None), ("B", None)):
+            rt.on_worker_message(_mark(mark, code))  # the other command, then a prompt
+        rt.on_worker_message(
+            m.InputWritten(request_id=armed.request_id, written=len(armed.data), error=None)
+        )
+        for mark, code in (("C", None), ("D", 0), ("A", None), ("B", None)):
+            rt.on_worker_message(_mark(mark, code))
+        result = await run
+        assert result["exit_code"] == 0
 
     asyncio.run(main())
