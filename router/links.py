@@ -74,7 +74,7 @@ async def request(
     loop = asyncio.get_running_loop()
     if not link.started.done():
         began = loop.time()
-        await _connected(link, began + timeout_s)
+        await connected(link, began + timeout_s)
         timeout_s = max(0.0, timeout_s - (loop.time() - began))
     request_id = next(_request_ids)
     fut: asyncio.Future[m.Message] = loop.create_future()
@@ -109,8 +109,9 @@ async def request(
         link.on_reply.pop(request_id, None)
 
 
-async def _connected(link: WorkerLink, deadline: float) -> None:
-    """Wait until a just-started worker has connected (pane.split answers before that)."""
+async def connected(link: WorkerLink, deadline: float) -> None:
+    """Wait until a just-started worker has connected (pane.split answers before that);
+    ``deadline`` in loop time; `runtime_timeout` after it."""
     loop = asyncio.get_running_loop()
     try:
         await asyncio.wait_for(asyncio.shield(link.started), max(0.0, deadline - loop.time()))

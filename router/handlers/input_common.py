@@ -9,6 +9,7 @@ submission the same way, so the `state_change_seq` they return is a correct wait
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -83,6 +84,14 @@ async def submit_at_prompt(
     """
     link = worker_link(rt, pane)
     typed: list[tuple[int, int]] = []
+    if not link.started.done():  # a pane just created: no prompt before its worker connects
+        loop = asyncio.get_running_loop()
+        try:
+            await links.connected(link, loop.time() + max(0.0, limit - time.monotonic()))
+        except PebrelError as exc:
+            if exc.code != ErrorCode.RUNTIME_TIMEOUT:
+                raise
+            return None  # nothing was sent
 
     def written(reply: m.Message) -> None:
         if isinstance(reply, m.InputWritten) and reply.written > 0:

@@ -276,3 +276,20 @@ def test_a_command_that_starts_before_the_line_is_typed_is_not_taken_for_it(
         assert result["exit_code"] == 0
 
     asyncio.run(main())
+
+
+def test_a_deadline_before_the_worker_connects_is_not_at_a_prompt(tmp_path: Path) -> None:
+    """pane.run with a short timeout right after a split, whose worker has not connected
+    yet: nothing is sent, and the answer is the usual not-at-a-prompt one."""
+
+    async def main() -> None:
+        sent: list[m.Message] = []
+        rt, pane = _runtime(tmp_path, sent)
+        rt.links[pane.key].started = asyncio.get_running_loop().create_future()  # connecting
+        with pytest.raises(PebrelError) as caught:
+            await pane_io.run(rt, {"pane_id": 1, "command": "true", "timeout_ms": 50})
+        assert caught.value.code == ErrorCode.INVALID_STATE
+        assert caught.value.details["submitted"] is False
+        assert sent == [] and not pane.writing
+
+    asyncio.run(main())
