@@ -84,14 +84,6 @@ async def submit_at_prompt(
     """
     link = worker_link(rt, pane)
     typed: list[tuple[int, int]] = []
-    if not link.started.done():  # a pane just created: no prompt before its worker connects
-        loop = asyncio.get_running_loop()
-        try:
-            await links.connected(link, loop.time() + max(0.0, limit - time.monotonic()))
-        except PebrelError as exc:
-            if exc.code != ErrorCode.RUNTIME_TIMEOUT:
-                raise
-            return None  # nothing was sent
 
     def written(reply: m.Message) -> None:
         if isinstance(reply, m.InputWritten) and reply.written > 0:
@@ -100,7 +92,15 @@ async def submit_at_prompt(
     def give_up(request_id: int) -> None:
         rt.send(link.identity, m.CancelAtPrompt(request_id=request_id))
 
-    with writing(pane):
+    with writing(pane):  # the pane's input is this line's from here, connecting included
+        if not link.started.done():  # a pane just created: no prompt before it connects
+            loop = asyncio.get_running_loop()
+            try:
+                await links.connected(link, loop.time() + max(0.0, limit - time.monotonic()))
+            except PebrelError as exc:
+                if exc.code != ErrorCode.RUNTIME_TIMEOUT:
+                    raise
+                return None  # nothing was sent
         reply = await links.request(
             link,
             rt.send,

@@ -293,3 +293,27 @@ def test_a_deadline_before_the_worker_connects_is_not_at_a_prompt(tmp_path: Path
         assert sent == [] and not pane.writing
 
     asyncio.run(main())
+
+
+def test_the_input_is_held_while_a_new_panes_worker_connects(tmp_path: Path) -> None:
+    """Another input sent while pane.run waits for the new pane's worker to connect is
+    refused (it would otherwise be typed before the run's line)."""
+
+    async def main() -> None:
+        sent: list[m.Message] = []
+        rt, pane = _runtime(tmp_path, sent)
+        link = rt.links[pane.key]
+        started = link.started
+        link.started = asyncio.get_running_loop().create_future()  # connecting
+        run = asyncio.ensure_future(pane_io.run(rt, {"pane_id": 1, "command": "true"}))
+        await asyncio.sleep(0)
+        assert pane.writing and sent == []
+        link.started.set_result(started.result())  # connected
+        await asyncio.sleep(0.01)
+        assert isinstance(sent[-1], m.WriteAtPrompt) and pane.writing
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert not pane.writing
+
+    asyncio.run(main())
