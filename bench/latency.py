@@ -20,7 +20,8 @@ from bench.tmux_side import TmuxPane
 
 
 #: After each side of a creation sample: a closed pane's processes exit, Pebrel's fork server
-#: forks its next spare 10 ms after one was taken and the spare warms up (~10 ms of CPU).
+#: forks its next spare 10 ms after the start was answered and the spare warms up (~5 ms of
+#: CPU: it runs a whole worker start once).
 CREATION_SETTLE_S = 0.05
 
 

@@ -126,8 +126,8 @@ class WriteInput(Message):
 
 @dataclass(frozen=True, slots=True)
 class WriteAtPrompt(Message):
-    """Write ``data`` as soon as the shell is at its prompt (its OSC 133 B mark is the last
-    mark seen), after reporting that mark: at once if it is already. Answered like a
+    """Write ``data`` once the shell's prompt has been drawn (``workers/promptwrites.py``), after
+    the prompt's marks have been sent: at once if it is at its prompt. Answered like a
     WriteInput, or with ``written=0`` and NOT_AT_PROMPT once cancelled unwritten."""
 
     type: ClassVar[str] = "write_at_prompt"

@@ -59,6 +59,14 @@ class _Spawn:
         self.exited = False
         self.returncode: int | None = None
 
+    def forked(self, pid: int) -> None:
+        """Its worker's pid (the fork server's line, or the spare it went to); the worker's
+        report has REPORT_TIMEOUT_S from now."""
+        self.pid = pid
+        self.try_answer()
+        if not self.fut.done():
+            asyncio.get_running_loop().call_later(REPORT_TIMEOUT_S, self.give_up)
+
     def reported(self, report: dict[str, Any]) -> None:
         self.report = report
         self.try_answer()
@@ -161,7 +169,6 @@ class ForkServer:
 
     async def _spawn(self, config: dict[str, Any], use_spare: bool) -> tuple[SpawnReply, bool]:
         """One attempt; True with it when the spare it went to died before its first word."""
-        assert self.proc is not None and self.proc.stdin is not None
         request_id = next(self.ids)
         loop = asyncio.get_running_loop()
         spawn = _Spawn(loop.create_future())
@@ -169,12 +176,11 @@ class ForkServer:
         taken: int | None = None
         try:
             line = json.dumps({"id": request_id, "config": config}).encode() + b"\n"
-            spawn.pid = taken = self._to_spare(line) if use_spare else None
+            taken = self._to_spare(line) if use_spare else None
             if taken is None:
-                self.proc.stdin.write(line)
-                self.proc.stdin.flush()
+                self._write(line)
             else:
-                loop.call_later(REPORT_TIMEOUT_S, spawn.give_up)
+                spawn.forked(taken)
             # A timer, not asyncio.wait_for: its task would cost the answer two loop turns.
             timer = loop.call_later(SPAWN_TIMEOUT_S, spawn.time_out)
             try:
@@ -195,12 +201,16 @@ class ForkServer:
         self.alive.add(reply.pid)
         return reply, False
 
-    def _tell(self, message: dict[str, Any]) -> None:
+    def _write(self, line: bytes) -> None:
+        """A line to the fork server's stdin."""
         if self.proc is None or self.proc.stdin is None:
-            return
+            raise BrokenPipeError("the fork server is not running")
+        self.proc.stdin.write(line)
+        self.proc.stdin.flush()
+
+    def _tell(self, message: dict[str, Any]) -> None:
         with contextlib.suppress(OSError, ValueError):  # it exited: its restart forks anew
-            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-            self.proc.stdin.flush()
+            self._write(json.dumps(message).encode() + b"\n")
 
     def _offered(self) -> None:
         """Take in the spares the server offers (a pid and its config pipe's write end)."""
@@ -318,10 +328,7 @@ class ForkServer:
         elif spawn.fut.done():
             return
         elif "pid" in message:
-            spawn.pid = int(message["pid"])
-            spawn.try_answer()
-            if not spawn.fut.done():
-                asyncio.get_running_loop().call_later(REPORT_TIMEOUT_S, spawn.give_up)
+            spawn.forked(int(message["pid"]))
         else:
             spawn.fut.set_exception(
                 PebrelError(ErrorCode.ACTION_FAILED, f"fork failed: {message.get('error')}")

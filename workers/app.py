@@ -25,12 +25,12 @@ from workers.exec import ExecService, resolve_cwd
 from workers.foreground import ForegroundTracker
 from workers.osc import OscEvent, OscScanner
 from workers.oscfacts import OscFacts
-from workers.promptwrites import ENDS_PROMPTS_WITH_B, PROMPT_MARKS, PromptWrites
+from workers.promptwrites import PROMPT_MARKS, PromptWrites
 from workers.pty import PosixPty
 from workers.readwatch import ReadWatch
 from workers.screen import PaneScreen
 from workers.screenwatch import ScreenRuleWatch
-from workers.shells import launch_spec, shell_kind
+from workers.shells import launch_spec
 from workers.writes import PtyWriter
 
 logger = logging.getLogger(__name__)
@@ -72,12 +72,13 @@ class Worker:
         self.sock = sock
         self.inbox: Inbox | None = None  # made with the socket's reader, in run()
         argv, env = config.argv, dict(config.env)
-        integrated = False
+        integrated = ends_with_b = False
         if config.integrate:
             spec = launch_spec(argv[0], env)
-            argv, integrated = spec.argv, spec.integrated
+            argv, integrated, ends_with_b = spec.argv, spec.integrated, spec.ends_prompts_with_b
             env.update(spec.env)
         self.integrated = integrated
+        self.ends_prompts_with_b = ends_with_b
         # posix_spawn does not fork, so a spare's ZeroMQ context and I/O thread may exist
         # already (TRAPS: never fork with one; the ptyprocess fallback gets no spare context).
         self.pty = PosixPty(argv, env, config.cwd, config.cols, config.rows)
@@ -103,8 +104,9 @@ class Worker:
         )
         # Looked up per call, not bound now: tests put a recorder in place of ``send``.
         self.writer = PtyWriter(self.pty, lambda message: self.send(message), lambda: self.exited)
-        sends_b = self.integrated and shell_kind(config.argv[0]) in ENDS_PROMPTS_WITH_B
-        self.prompt_writes = PromptWrites(self.writer, lambda m_: self.send(m_), sends_b)
+        self.prompt_writes = PromptWrites(
+            self.writer, lambda message: self.send(message), self.ends_prompts_with_b
+        )
         self.title = ""
         self.shell_in_foreground = True
         self.exited = False
@@ -154,7 +156,7 @@ class Worker:
                     self.send(fact)
                     if isinstance(fact, m.ShellMarked):
                         self.prompt_writes.marked(fact.mark)
-                        if fact.mark in PROMPT_MARKS and self.short_slice:
+                        if fact.mark in PROMPT_MARKS:
                             self._started()
             else:
                 self.reads.changing()  # the router's kept read goes stale

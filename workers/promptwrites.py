@@ -21,15 +21,14 @@ from workers.writes import PtyWriter
 
 #: The marks that say the shell is at its prompt (the router's task state counts both too).
 PROMPT_MARKS = ("A", "B")
-#: Shells whose integration (workers/shellinit) ends every prompt with B.
-ENDS_PROMPTS_WITH_B = ("bash", "zsh")
 
 
 class PromptWrites:
     def __init__(
         self, writer: PtyWriter, send: Callable[[m.Message], None], sends_b: bool = True
     ) -> None:
-        """``sends_b``: the shell is known to end its prompts with B (ENDS_PROMPTS_WITH_B)."""
+        """``sends_b``: the shell is known to end its prompts with B
+        (``ShellLaunch.ends_prompts_with_b``)."""
         self.writer = writer
         self.send = send
         self.sends_b = sends_b

@@ -44,6 +44,9 @@ class ShellLaunch:
     argv: list[str]
     env: dict[str, str]  # variables to add/override in the pane environment
     integrated: bool  # True when Pebrel injected OSC 133 (bash, zsh, fish)
+    #: Every prompt ends with an OSC 133 B mark (bash, zsh). fish 4 marks its prompts itself,
+    #: without B; Pebrel's script for older fish sends B, which the worker learns on the way.
+    ends_prompts_with_b: bool = False
 
 
 def shell_kind(executable: str) -> str:
@@ -68,7 +71,7 @@ def launch_spec(executable: str, env: Mapping[str, str]) -> ShellLaunch:
         extra: dict[str, str] = {}
         if _bash_reads_system_rc(_resolve(executable, env)):
             extra[BASH_SYSTEM_RC_VAR] = "read"
-        return ShellLaunch([executable, "--rcfile", str(BASH_RCFILE), "-i"], extra, True)
+        return ShellLaunch([executable, "--rcfile", str(BASH_RCFILE), "-i"], extra, True, True)
     if kind == "zsh":
         extra = {"ZDOTDIR": str(ZSH_DOTDIR)}
         user_zdotdir = env.get("ZDOTDIR")
@@ -77,7 +80,7 @@ def launch_spec(executable: str, env: Mapping[str, str]) -> ShellLaunch:
         elif user_zdotdir is not None and ZSH_USER_ZDOTDIR_VAR in env:
             # A base environment captured before our .zshenv ran: keep the saved original.
             extra[ZSH_USER_ZDOTDIR_VAR] = env[ZSH_USER_ZDOTDIR_VAR]
-        return ShellLaunch([executable], extra, True)
+        return ShellLaunch([executable], extra, True, True)
     if kind == "fish":
         command = "source " + _fish_quote(str(FISH_INIT))
         return ShellLaunch([executable, "--init-command", command], {}, True)
