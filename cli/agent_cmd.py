@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import click
 
-from cli.output import (
+from pebrel.cli.output import (
     CLI_WAIT_TIMEOUT_MS,
     EXIT_ERROR,
     EXIT_OK,
@@ -27,7 +27,7 @@ from cli.output import (
     wait_timeout_s,
     window_option,
 )
-from cli.pane_cmd import WAIT_STATES, read_paste_text, submission_wait_option
+from pebrel.cli.pane_cmd import WAIT_STATES, read_paste_text, submission_wait_option
 
 #: agent.start's default `ready_timeout_ms` (the runtime applies the same).
 READY_DEFAULT_TIMEOUT_MS = 60_000
@@ -266,7 +266,7 @@ def default_settings_path(kind: str) -> Path:
 @pretty_option
 def install(kind: str, print_only: bool, settings_path: Path | None, pretty: bool) -> None:
     """Merge Pebrel's hooks into the user's settings (idempotent, with a backup)."""
-    from cli import hook_settings as hs
+    from pebrel.cli import hook_settings as hs
     from pebrel.envelope import error_response, ok_response
     from pebrel.errors import ErrorCode, PebrelError
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cli.agent_cmd import deliver_then_wait
-from cli.output import (
+from pebrel.cli.agent_cmd import deliver_then_wait
+from pebrel.cli.output import (
     CLI_WAIT_TIMEOUT_MS,
     call,
     check_submit_wait,
@@ -15,7 +15,7 @@ from cli.output import (
     wait_timeout_s,
     window_option,
 )
-from cli.pane_cmd import WAIT_STATES
+from pebrel.cli.pane_cmd import WAIT_STATES
 
 agent_option = click.option("--agent", required=True, help="Agent name or agent_id.")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cli.lazygroup import LazyGroup
-from cli.output import (
+from pebrel.cli.lazygroup import LazyGroup
+from pebrel.cli.output import (
     CLI_WAIT_TIMEOUT_MS,
     call,
     check_submit_wait,
@@ -16,7 +16,7 @@ from cli.output import (
     wait_timeout_s,
     window_option,
 )
-from cli.pane_cmd import (
+from pebrel.cli.pane_cmd import (
     KEY_HELP,
     WAIT_STATES,
     key_params,
@@ -30,14 +30,14 @@ pane_option = click.option("--pane", "pane_id", type=click.IntRange(min=1), requ
 
 #: ctl commands that live in other modules ("module:attribute").
 LAZY_COMMANDS = {
-    "subscribe": "cli.subscribe_cmd:subscribe",
-    "agents": "cli.ctl_agent_cmd:agents",
-    "agent-get": "cli.ctl_agent_cmd:agent_get",
-    "agent-prompt": "cli.ctl_agent_cmd:agent_prompt",
-    "agent-wait": "cli.ctl_agent_cmd:agent_wait",
-    "agent-read": "cli.ctl_agent_cmd:agent_read",
-    "agent-fork": "cli.ctl_agent_cmd:agent_fork",
-    "orchestrate": "cli.ctl_agent_cmd:orchestrate",
+    "subscribe": "pebrel.cli.subscribe_cmd:subscribe",
+    "agents": "pebrel.cli.ctl_agent_cmd:agents",
+    "agent-get": "pebrel.cli.ctl_agent_cmd:agent_get",
+    "agent-prompt": "pebrel.cli.ctl_agent_cmd:agent_prompt",
+    "agent-wait": "pebrel.cli.ctl_agent_cmd:agent_wait",
+    "agent-read": "pebrel.cli.ctl_agent_cmd:agent_read",
+    "agent-fork": "pebrel.cli.ctl_agent_cmd:agent_fork",
+    "orchestrate": "pebrel.cli.ctl_agent_cmd:orchestrate",
 }
 
 
@@ -266,7 +266,7 @@ def exec_pane(
     pretty: bool,
 ) -> None:
     """pane.exec: `ctl exec-pane --window 1 --pane 2 -- ARGV...` (no shell, no TTY)."""
-    from cli.pane_cmd import run_exec
+    from pebrel.cli.pane_cmd import run_exec
 
     run_exec(window_id, pane_id, argv, timeout_ms, max_output_bytes, exit_code, pretty)
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import click
 
-from cli.lazygroup import LazyGroup
-from cli.output import call, pretty_option, prune, size_options, window_option
+from pebrel.cli.lazygroup import LazyGroup
+from pebrel.cli.output import call, pretty_option, prune, size_options, window_option
 
 
 @click.group(
     cls=LazyGroup,
-    lazy_commands={"rename": "cli.layout_ops_cmd:rename", "move": "cli.layout_ops_cmd:move"},
+    lazy_commands={
+        "rename": "pebrel.cli.layout_ops_cmd:rename",
+        "move": "pebrel.cli.layout_ops_cmd:move",
+    },
 )
 def tab() -> None:
     """Open and close tabs (zero-based index within a window)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cli.output import call, pretty_option, prune, window_option
+from pebrel.cli.output import call, pretty_option, prune, window_option
 
 
 def _bool(value: str) -> bool:

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import click
 
-from cli.lazygroup import LazyGroup
 from pebrel import __version__
+from pebrel.cli.lazygroup import LazyGroup
 
 #: Every top-level command and where it lives ("module:attribute").
 COMMANDS = {
-    "agent": "cli.agent_cmd:agent",
-    "ctl": "cli.ctl_cmd:ctl",
-    "env": "cli.env_cmd:env",
-    "hook": "cli.hook_cmd:hook",
-    "pane": "cli.pane_cmd:pane",
-    "runtime": "cli.runtime_cmd:runtime",
-    "tab": "cli.layout_cmd:tab",
-    "window": "cli.layout_cmd:window",
+    "agent": "pebrel.cli.agent_cmd:agent",
+    "ctl": "pebrel.cli.ctl_cmd:ctl",
+    "env": "pebrel.cli.env_cmd:env",
+    "hook": "pebrel.cli.hook_cmd:hook",
+    "pane": "pebrel.cli.pane_cmd:pane",
+    "runtime": "pebrel.cli.runtime_cmd:runtime",
+    "tab": "pebrel.cli.layout_cmd:tab",
+    "window": "pebrel.cli.layout_cmd:window",
 }
 
 

@@ -7,8 +7,8 @@ from typing import Any, TypeVar
 
 import click
 
-from cli.lazygroup import LazyGroup
-from cli.output import (
+from pebrel.cli.lazygroup import LazyGroup
+from pebrel.cli.output import (
     CLI_WAIT_TIMEOUT_MS,
     EXIT_UNAVAILABLE,
     Unreachable,
@@ -50,7 +50,10 @@ wait_option = submission_wait_option("Then wait for STATE (default settled) afte
 
 @click.group(
     cls=LazyGroup,
-    lazy_commands={"zoom": "cli.layout_ops_cmd:zoom", "resize": "cli.layout_ops_cmd:resize"},
+    lazy_commands={
+        "zoom": "pebrel.cli.layout_ops_cmd:zoom",
+        "resize": "pebrel.cli.layout_ops_cmd:resize",
+    },
 )
 def pane() -> None:
     """List, read, type into, wait on and run commands in panes."""

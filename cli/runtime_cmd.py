@@ -12,7 +12,8 @@ from typing import Any
 
 import click
 
-from cli.output import EXIT_UNAVAILABLE, emit, pretty_option
+from pebrel import entrypoints
+from pebrel.cli.output import EXIT_UNAVAILABLE, emit, pretty_option
 from pebrel.client import Client, RuntimeUnavailable, locate, unavailable_envelope
 from pebrel.datadir import (
     LOG_FILE,
@@ -25,6 +26,7 @@ from pebrel.datadir import (
     pid_alive,
     read_port_file,
 )
+from pebrel.entrypoints import module_argv
 from pebrel.envelope import ok_response
 
 START_TIMEOUT_S = 30.0
@@ -70,7 +72,7 @@ def start(foreground: bool, pretty: bool) -> None:
     """Start the runtime in the background (idempotent) and return once it answers."""
     directory = ensure_data_dir()
     if foreground:
-        from router.app import main as router_main
+        from pebrel.router.app import main as router_main
 
         router_main()
         return
@@ -82,7 +84,7 @@ def start(foreground: bool, pretty: bool) -> None:
             return
         with open(directory / LOG_FILE, "ab") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "router"],
+                module_argv(entrypoints.ROUTER),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from cli.output import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, emit, prune
+from pebrel.cli.output import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, emit, prune
 from pebrel.client import Client, RuntimeUnavailable, unavailable_envelope
 
 

@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from router.app import main
+from pebrel.router.app import main
 
 main()

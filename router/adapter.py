@@ -36,7 +36,7 @@ from pebrel.envelope import (
 )
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
-from router.answers import REUSABLE_METHODS, AnswerCache, request_key
+from pebrel.router.answers import REUSABLE_METHODS, AnswerCache, request_key
 
 logger = logging.getLogger(__name__)
 

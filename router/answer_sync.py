@@ -18,9 +18,9 @@ from typing import Any
 from pebrel import messages as m
 from pebrel.envelope import EncodedResult
 from pebrel.errors import PebrelError
-from router.handlers import pane_io
-from router.runtime import Runtime
-from router.state import Pane
+from pebrel.router.handlers import pane_io
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane
 
 #: A renewed read is passed on to the adapter only if one of the pane's kept reads was given
 #: this recently; else the adapter's copies are dropped (a pane nobody polls any more must not

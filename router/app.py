@@ -23,7 +23,7 @@ from typing import Any
 
 import zmq
 
-from pebrel import PROTOCOL, __version__, proctree
+from pebrel import PROTOCOL, __version__, entrypoints, proctree
 from pebrel import messages as m
 from pebrel.datadir import (
     LOG_FILE,
@@ -33,18 +33,19 @@ from pebrel.datadir import (
     remove_port_file,
     write_port_file,
 )
+from pebrel.entrypoints import module_argv
 from pebrel.envelope import EncodedResult
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
+from pebrel.router.answer_sync import AnswerSync
+from pebrel.router.delegation import Delegations
+from pebrel.router.forkserver import ForkServer
+from pebrel.router.handlers import Method, events, window
+from pebrel.router.methods import LEGACY, METHODS
+from pebrel.router.runtime import Runtime
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
 from pebrel.zmqio import NOBLOCK, Inbox, incoming
-from router.answer_sync import AnswerSync
-from router.delegation import Delegations
-from router.forkserver import ForkServer
-from router.handlers import Method, events, window
-from router.methods import LEGACY, METHODS
-from router.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -127,23 +128,44 @@ class RouterApp:
                     )
 
     def start(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Run a coroutine's first step now; only one that has to wait becomes a Task.
+        """Run a coroutine's first step now; only one that has to wait stays a pending Task.
 
-        Most requests finish without waiting (every read of state does): a Task per request
-        would cost them a loop turn. The step runs in mailbox order, like any mutation. (The
-        eager task factory of Python 3.12 does the same.)
+        Most requests finish without waiting (every read of state does): a plain Task per
+        request would cost them a loop turn. The step runs in mailbox order, like any
+        mutation. Python 3.12+ do this with the standard eager task factory, its first step
+        inside the Task (so `asyncio.timeout` and `wait_for` work from the first line); 3.11
+        has no eager tasks and runs the step through `_resume` (3.11's `wait_for` needs no Task).
         """
-        try:
-            waiting_on = coro.send(None)
-        except StopIteration:
-            return
-        task = asyncio.get_running_loop().create_task(_resume(coro, waiting_on))
+        loop = asyncio.get_running_loop()
+        if sys.version_info >= (3, 12):
+            task = asyncio.eager_task_factory(loop, coro)
+            if task.done():
+                return
+        else:
+            try:
+                waiting_on = coro.send(None)
+            except StopIteration:
+                return
+            task = loop.create_task(_resume(coro, waiting_on))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
+    def start_request(self, request: m.HandleRequest) -> None:
+        """Dispatch one request; if its handler cannot even be started, still answer it."""
+        coro = self.dispatch(request)
+        try:
+            self.start(coro)
+        except Exception:
+            coro.close()
+            failure = internal_error()
+            logger.exception(
+                "request could not be started", extra={**failure.details, "method": request.method}
+            )
+            self.answer(request, False, error=failure.to_wire())
+
     def on_frontend_message(self, message: m.Message) -> None:
         if isinstance(message, m.HandleRequest):
-            self.start(self.dispatch(message))
+            self.start_request(message)
         elif isinstance(message, m.ConnectionClosed):
             self.subscribers.discard(message.connection_id)
         elif isinstance(message, m.AnswerUsed):
@@ -189,22 +211,33 @@ class RouterApp:
                 )
         else:
             plain = result
+        self.answer(request, ok, plain, error, encoded, reusable)
+        if ok and request.method == "events.subscribe":
+            self.subscribers.add(request.connection_id)
+            if events.needs_current_snapshot(self.rt, request.params):
+                self.publish(request.connection_id)
+
+    def answer(
+        self,
+        request: m.HandleRequest,
+        ok: bool,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+        result_json: bytes | None = None,
+        reusable: bool = False,
+    ) -> None:
         self.to_frontend(
             m.RequestAnswered(
                 connection_id=request.connection_id,
                 request_id=request.request_id,
                 ok=ok,
-                result=plain,
+                result=result,
                 error=error,
-                result_json=encoded,
+                result_json=result_json,
                 cache_slot=request.cache_slot,
                 reusable=reusable,
             ),
         )
-        if ok and request.method == "events.subscribe":
-            self.subscribers.add(request.connection_id)
-            if events.needs_current_snapshot(self.rt, request.params):
-                self.publish(request.connection_id)
 
     def publish(self, connection_id: int = 0) -> None:
         """Stream the current snapshot to one subscriber, or (0) to all of them."""
@@ -236,7 +269,7 @@ class RouterApp:
         try:
             with open(self.data_dir / LOG_FILE, "ab") as log:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "router.adapter"],
+                    module_argv(entrypoints.ADAPTER),
                     env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,

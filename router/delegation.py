@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pebrel.errors import ErrorCode, PebrelError
-from router.agents import NamedAgent
-from router.runtime import Runtime
-from router.state import Pane
+from pebrel.router.agents import NamedAgent
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane
 
 logger = logging.getLogger(__name__)
 
@@ -191,7 +191,7 @@ class Delegations:
         return pane
 
     async def deliver(self, delegation: Delegation, text: str) -> None:
-        from router.handlers import agent as agent_handlers
+        from pebrel.router.handlers import agent as agent_handlers
 
         deadline = time.monotonic() + DELIVERY_PATIENCE_S
         while True:

@@ -21,11 +21,11 @@ import logging
 import os
 import socket
 import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from pebrel import proctree
+from pebrel import entrypoints, proctree
+from pebrel.entrypoints import module_argv
 from pebrel.errors import ErrorCode, PebrelError
 
 logger = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
             with open(self.log_path, "ab") as log, proctree.OWN_CHILDREN_LOCK:
-                argv = [sys.executable, "-m", "workers.forkserver", self.log_path, self.endpoint]
+                argv = [*module_argv(entrypoints.FORKSERVER), self.log_path, self.endpoint]
                 self.proc = subprocess.Popen(
                     [*argv, str(theirs.fileno())],
                     stdin=subprocess.PIPE,

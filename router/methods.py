@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from router.handlers import (
+from pebrel.router.handlers import (
     Handler,
     Method,
     agent,
@@ -18,9 +18,9 @@ from router.handlers import (
     tab,
     window,
 )
-from router.handlers import exec as exec_handlers
-from router.handlers import pane as pane_handlers
-from router.handlers import runtime as runtime_handlers
+from pebrel.router.handlers import exec as exec_handlers
+from pebrel.router.handlers import pane as pane_handlers
+from pebrel.router.handlers import runtime as runtime_handlers
 
 METHODS: dict[str, Method] = {
     **runtime_handlers.METHODS,

@@ -19,14 +19,14 @@ from pebrel import messages as m
 from pebrel import proctree
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.model import SUBMIT_CONFIRM_MS, TaskState
+from pebrel.router import agents, layout, links, sizing
+from pebrel.router.forkserver import ForkServer
+from pebrel.router.links import WorkerLink
+from pebrel.router.state import KeptRead, Pane, RouterState, Window
 from pebrel.settings import Settings
-from router import agents, layout, links, sizing
-from router.forkserver import ForkServer
-from router.links import WorkerLink
-from router.state import KeptRead, Pane, RouterState, Window
 
 if TYPE_CHECKING:
-    from router.delegation import Delegations
+    from pebrel.router.delegation import Delegations
 
 logger = logging.getLogger(__name__)
 

@@ -17,12 +17,12 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from pebrel import messages as m
-from router import layout
-from router.links import WorkerLink
-from router.state import Pane, Tab, Window
+from pebrel.router import layout
+from pebrel.router.links import WorkerLink
+from pebrel.router.state import Pane, Tab, Window
 
 if TYPE_CHECKING:
-    from router.runtime import Runtime
+    from pebrel.router.runtime import Runtime
 
 
 def resize_tab(rt: Runtime, win: Window, tab: Tab) -> None:

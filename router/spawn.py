@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from pebrel import messages as m
 from pebrel.envcontract import pane_env
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.router import links
+from pebrel.router.links import WorkerLink, WorkerProcess
+from pebrel.router.state import Pane, Window
 from pebrel.shellids import ShellChoice
-from router import links
-from router.links import WorkerLink, WorkerProcess
-from router.state import Pane, Window
 
 if TYPE_CHECKING:
-    from router.runtime import Runtime
+    from pebrel.router.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from pebrel.agentkinds import DISPLAY_NAMES
 from pebrel.envelope import dump_value
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.messages import ScreenRead
+from pebrel.router import layout
+from pebrel.router.agents import AgentRegistry, PaneAgents
+from pebrel.router.layout import Leaf, Node
 from pebrel.taskstate import ShellTracker
-from router import layout
-from router.agents import AgentRegistry, PaneAgents
-from router.layout import Leaf, Node
 
 
 @dataclass(slots=True)

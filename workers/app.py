@@ -19,19 +19,19 @@ import zmq
 from pebrel import messages as m
 from pebrel import proctree
 from pebrel.keys import encode_key
+from pebrel.workers.config import WorkerConfig, screen_rules
+from pebrel.workers.exec import ExecService, resolve_cwd
+from pebrel.workers.foreground import ForegroundTracker
+from pebrel.workers.osc import OscEvent, OscScanner
+from pebrel.workers.oscfacts import OscFacts
+from pebrel.workers.promptwrites import PROMPT_MARKS, PromptWrites
+from pebrel.workers.pty import PosixPty
+from pebrel.workers.readwatch import ReadWatch
+from pebrel.workers.screen import PaneScreen
+from pebrel.workers.screenwatch import ScreenRuleWatch
+from pebrel.workers.shells import launch_spec
+from pebrel.workers.writes import PtyWriter
 from pebrel.zmqio import NOBLOCK, Inbox, incoming, worker_connection
-from workers.config import WorkerConfig, screen_rules
-from workers.exec import ExecService, resolve_cwd
-from workers.foreground import ForegroundTracker
-from workers.osc import OscEvent, OscScanner
-from workers.oscfacts import OscFacts
-from workers.promptwrites import PROMPT_MARKS, PromptWrites
-from workers.pty import PosixPty
-from workers.readwatch import ReadWatch
-from workers.screen import PaneScreen
-from workers.screenwatch import ScreenRuleWatch
-from workers.shells import launch_spec
-from workers.writes import PtyWriter
 
 logger = logging.getLogger(__name__)
 

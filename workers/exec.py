@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pebrel import messages as m
-from workers.leftovers import EXEC_ID_ENV, OrphanReaper, TrackingChildWatcher, kill_leftovers
+from pebrel.workers.leftovers import EXEC_ID_ENV, ExecChildren, OrphanReaper, kill_leftovers
 
 logger = logging.getLogger(__name__)
 
@@ -135,14 +135,15 @@ class ExecRunner:
 
     def __init__(self, shell_pid: int) -> None:
         self.shell_pid = shell_pid
-        #: Pids of exec children still being run (for `abandon` at worker close).
-        self.children: set[int] = set()
+        #: Exec children still being run (kept from the reaper; killed by `abandon`).
+        self.children = ExecChildren()
 
     async def run(self, spec: ExecSpec) -> ExecOutcome:
         loop = asyncio.get_running_loop()
         marker = secrets.token_hex(16)
         started = time.monotonic()
         proto = _Capture(loop, spec.max_output_bytes)
+        self.children.spawning += 1
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: proto,
@@ -157,8 +158,11 @@ class ExecRunner:
             )
         except (OSError, ValueError) as exc:
             return ExecOutcome(None, None, b"", b"", 0, 0, False, _ms(started), spawn_error(exc))
-        pid = transport.get_pid()
-        self.children.add(pid)
+        else:
+            pid = transport.get_pid()
+            self.children.pids.add(pid)
+        finally:
+            self.children.spawning -= 1
         timed_out = False
         exited_at: float | None = None
         try:
@@ -181,7 +185,7 @@ class ExecRunner:
             )
             code = transport.get_returncode()
         finally:
-            self.children.discard(pid)
+            self.children.pids.discard(pid)
             transport.close()
         out, err = proto.streams[1], proto.streams[2]
         return ExecOutcome(
@@ -196,14 +200,13 @@ class ExecRunner:
             error=None,
         )
 
-    def abandon(self, forget: Callable[[int], object]) -> None:
-        """Worker close: kill every running exec's group and `forget` its pid (stop watching
-        it), so the close path can reap it without racing asyncio's child watcher."""
-        for pid in self.children:
-            forget(pid)
+    def abandon(self) -> None:
+        """Worker close: kill every running exec's group. The close path reaps them (their
+        runs are cancelled: asyncio's watcher finding them gone changes no answer)."""
+        for pid in self.children.pids:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
-        self.children.clear()
+        self.children.pids.clear()
 
 
 def _ms(started: float) -> int:
@@ -255,34 +258,42 @@ class ExecService:
         self.env = env
         self.send = send
         self.tasks: set[asyncio.Task[None]] = set()
-        self.watcher: TrackingChildWatcher | None = None
-        self.reaper: OrphanReaper | None = None
+        self.reaper: OrphanReaper | None = OrphanReaper(shell_pid, self.runner.children)
         self._reap_pending = False
+        self._close_watcher: Callable[[], None] | None = None
 
     def install(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Pidfd child watcher (Python 3.11 would start a thread per child) and SIGCHLD reaping.
+        """SIGCHLD reaping of orphans, and on Python 3.11 asyncio's pidfd child watcher.
 
-        Python 3.12+ watches children with pidfds on its own and deprecates watchers; there the
-        orphan reaper is not installed and zombie leftovers wait for the worker's exit.
+        Python 3.11's default watcher starts a thread per child; 3.12+ watch children with
+        pidfds on their own (and deprecate, then in 3.14 remove, the watcher API).
         """
-        if sys.version_info >= (3, 12):
-            return
-        self.watcher = TrackingChildWatcher()
-        self.watcher.attach_loop(loop)
-        asyncio.set_child_watcher(self.watcher)
-        self.reaper = OrphanReaper(self.runner.shell_pid, self.watcher)
+        if sys.version_info < (3, 12):
+            watcher = asyncio.PidfdChildWatcher()
+            watcher.attach_loop(loop)
+            asyncio.set_child_watcher(watcher)
+            self._close_watcher = watcher.close
         loop.add_signal_handler(signal.SIGCHLD, self._on_sigchld, loop)
+
+    def uninstall(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Undo `install` (the fork server's trial worker): no reaping from here on, since a
+        SIGCHLD timer left behind would reap children of the real worker later."""
+        self.reaper = None
+        loop.remove_signal_handler(signal.SIGCHLD)
+        if self._close_watcher is not None:  # the real worker's own replaces it
+            self._close_watcher()
+            self._close_watcher = None
 
     def _on_sigchld(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._reap_pending or self.reaper is None:
             return
         self._reap_pending = True
-        loop.call_later(REAP_DEBOUNCE_S, self._reap)
+        loop.call_later(REAP_DEBOUNCE_S, self._reap, loop)
 
-    def _reap(self) -> None:
+    def _reap(self, loop: asyncio.AbstractEventLoop) -> None:
         self._reap_pending = False
-        if self.reaper is not None:
-            self.reaper.reap()
+        if self.reaper is not None and self.reaper.reap() is None:
+            self._on_sigchld(loop)  # a spawn in flight: come back after it
 
     def start(self, message: m.RunExec, cwd: str) -> None:
         task = asyncio.get_running_loop().create_task(self._run(message, cwd))
@@ -320,11 +331,6 @@ class ExecService:
 
     def close(self) -> None:
         """Worker close: kill running execs and hand their reaping to the close path."""
-
-        def forget(pid: int) -> None:
-            if self.watcher is not None:
-                self.watcher.remove_child_handler(pid)
-
-        self.runner.abandon(forget)
+        self.runner.abandon()
         for task in self.tasks:
             task.cancel()

@@ -42,8 +42,8 @@ from typing import Any
 
 from pebrel import proctree
 from pebrel.screenrules import shipped_rules
-from workers import startup
-from workers.shells import launch_spec
+from pebrel.workers import startup
+from pebrel.workers.shells import launch_spec
 
 SPARE_DELAY_S = 0.01
 """How long after handing out the spare the next one is forked: not while the new pane's

@@ -24,7 +24,7 @@ import re
 import pyte
 from pyte import modes
 
-from workers.vt import TrackedScreen
+from pebrel.workers.vt import TrackedScreen
 
 COMPACT_BYTES = 32 * 1024
 """Held bytes beyond this are compacted as they arrive."""

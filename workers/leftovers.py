@@ -10,16 +10,13 @@ SIGCHLD, never for -1, and never for the shell or an exec child asyncio is watch
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -154,29 +151,19 @@ def kill_leftovers(
 # ---- reaping -------------------------------------------------------------------------------
 
 
-class TrackingChildWatcher(asyncio.PidfdChildWatcher):
-    """asyncio's pidfd watcher (no thread per child) that tells which pids it owns."""
+class ExecChildren:
+    """The exec children asyncio waits for: their exit statuses are not the reaper's to take.
+
+    asyncio forks a child and registers it with its own child watcher in one step of the loop,
+    but the runner learns its pid only after `subprocess_exec` returns. While a spawn is in
+    flight (`spawning`) the reaper stands back entirely, so an exec child that exits at once
+    is never reaped before asyncio reads its real exit status. No asyncio child-watcher API is
+    used (deprecated in 3.12, removed in 3.14).
+    """
 
     def __init__(self) -> None:
-        super().__init__()
-        self.owned: set[int] = set()
-
-    # The stub's TypeVarTuple signature cannot be re-declared around a wrapping callback.
-    def add_child_handler(  # type: ignore[override]
-        self, pid: int, callback: Callable[..., object], *args: Any
-    ) -> None:
-        self.owned.add(pid)
-        super().add_child_handler(pid, self._finished, callback, args)
-
-    def remove_child_handler(self, pid: int) -> bool:
-        self.owned.discard(pid)
-        return bool(super().remove_child_handler(pid))
-
-    def _finished(
-        self, pid: int, returncode: int, callback: Callable[..., object], args: tuple[Any, ...]
-    ) -> None:
-        self.owned.discard(pid)
-        callback(pid, returncode, *args)
+        self.pids: set[int] = set()
+        self.spawning = 0
 
 
 class OrphanReaper:
@@ -184,23 +171,25 @@ class OrphanReaper:
 
     The worker is a child subreaper: killed exec leftovers and `setsid`/`nohup` escapees
     re-parent to it and would stay zombies. Only specific pids are waited for, never -1:
-    the shell (the worker reaps it) and the exec children asyncio's watcher owns are left
-    alone. Runs on the loop thread, where spawning an exec and registering its pid with the
-    watcher happen in one step, so an exec child is never mistaken for an orphan. The worker
-    debounces SIGCHLD bursts, since each pass reads /proc.
+    the shell (the worker reaps it) and the exec children asyncio waits for are left alone,
+    and no pass runs while an exec is being spawned (see `ExecChildren`). Runs on the loop
+    thread. The worker debounces SIGCHLD bursts, since each pass reads /proc.
     """
 
-    def __init__(self, shell_pid: int, watcher: TrackingChildWatcher) -> None:
+    def __init__(self, shell_pid: int, execs: ExecChildren) -> None:
         self.shell_pid = shell_pid
-        self.watcher = watcher
+        self.execs = execs
 
-    def reap(self) -> int:
+    def reap(self) -> int | None:
+        """Reap the orphans; None when a spawn is in flight and the pass must come again."""
+        if self.execs.spawning:
+            return None
         reaped = 0
         me = os.getpid()
         for pid, st in _process_table().items():
             if st.ppid != me or st.state != b"Z":
                 continue
-            if pid == self.shell_pid or pid in self.watcher.owned:
+            if pid == self.shell_pid or pid in self.execs.pids:
                 continue
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)

@@ -8,9 +8,9 @@ import urllib.parse
 from collections.abc import Callable
 
 from pebrel import messages as m
-from workers.foreground import ForegroundTracker
-from workers.osc import OscEvent
-from workers.program_status import ProgramStatusParser
+from pebrel.workers.foreground import ForegroundTracker
+from pebrel.workers.osc import OscEvent
+from pebrel.workers.program_status import ProgramStatusParser
 
 SHELL_MARKS = ("A", "B", "C", "D")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pebrel import messages as m
-from workers.writes import PtyWriter
+from pebrel.workers.writes import PtyWriter
 
 #: The marks that say the shell is at its prompt (the router's task state counts both too).
 PROMPT_MARKS = ("A", "B")

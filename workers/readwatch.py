@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 
 from pebrel import messages as m
-from workers.screen import ReadResult
+from pebrel.workers.screen import ReadResult
 
 #: While the output goes on, the router's copy is renewed at most this often.
 PUBLISH_INTERVAL_S = 0.005

@@ -12,8 +12,8 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from workers.ingest import FastIngest
-from workers.vt import BRACKETED_PASTE, DECCKM, TrackedScreen, Utf8Stream, row_text
+from pebrel.workers.ingest import FastIngest
+from pebrel.workers.vt import BRACKETED_PASTE, DECCKM, TrackedScreen, Utf8Stream, row_text
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import sys
 from dataclasses import dataclass
 
@@ -20,13 +19,13 @@ import zmq
 
 from pebrel import messages as m
 from pebrel import proctree
+from pebrel.workers.app import STOP_SIGNALS, Worker
+from pebrel.workers.config import WorkerConfig
+from pebrel.workers.osc import OscEvent
+from pebrel.workers.pty import SPAWNS_WITHOUT_FORK
+from pebrel.workers.screen import PaneScreen
+from pebrel.workers.shells import launch_spec
 from pebrel.zmqio import connect_worker, worker_connection
-from workers.app import STOP_SIGNALS, Worker
-from workers.config import WorkerConfig
-from workers.osc import OscEvent
-from workers.pty import SPAWNS_WITHOUT_FORK
-from workers.screen import PaneScreen
-from workers.shells import launch_spec
 
 logger = logging.getLogger(__name__)
 
@@ -136,14 +135,11 @@ async def _touch_loop(worker: Worker, loop: asyncio.AbstractEventLoop) -> None:
     worker.execs.install(loop)
     # No orphan reaping for the trial worker: a SIGCHLD now would leave a timer behind that
     # reaps children of the real worker later (its shell's exit status with them).
-    worker.execs.reaper = None
+    worker.execs.uninstall(loop)
     loop.add_reader(worker.pty.fd, lambda: None)
     await asyncio.sleep(0)
     loop.remove_reader(worker.pty.fd)
-    loop.remove_signal_handler(signal.SIGCHLD)
     worker.execs.close()
-    if worker.execs.watcher is not None:  # the worker's own replaces it as the loop's
-        worker.execs.watcher.close()
 
 
 def serve(prepared: Prepared, config_fd: int, report_fd: int) -> None:

@@ -24,7 +24,7 @@ import pyte
 from pyte import charsets, modes
 from pyte.screens import Char, Cursor, StaticDefaultDict
 
-from workers.history import History
+from pebrel.workers.history import History
 
 DECCKM = 1 << 5
 BRACKETED_PASTE = 2004 << 5

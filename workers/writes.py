@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pebrel import messages as m
-from workers.pty import PosixPty
+from pebrel.workers.pty import PosixPty
 
 WRITE_DEADLINE_S = 10.0
 

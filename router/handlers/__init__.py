@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pebrel.envelope import EncodedResult
-from router.runtime import Runtime
+from pebrel.router.runtime import Runtime
 
 Params = dict[str, Any]
 Result = dict[str, Any]

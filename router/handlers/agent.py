@@ -18,11 +18,11 @@ from pebrel.agentkinds import DISPLAY_NAMES, KINDS
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.inputs import check_prompt_text
 from pebrel.model import WAIT_DEFAULT_TIMEOUT_MS
-from router import agents, links
-from router.agents import HOOK_STATES, NamedAgent
-from router.handlers import Handler, Params, Result, pane_io
-from router.handlers import keys as key_handlers
-from router.handlers.input_common import (
+from pebrel.router import agents, links
+from pebrel.router.agents import HOOK_STATES, NamedAgent
+from pebrel.router.handlers import Handler, Params, Result, pane_io
+from pebrel.router.handlers import keys as key_handlers
+from pebrel.router.handlers.input_common import (
     mark_submitted,
     pane_ids,
     require_live,
@@ -30,9 +30,9 @@ from router.handlers.input_common import (
     worker_link,
     write_input,
 )
-from router.handlers.tab import new as new_tab
-from router.runtime import Runtime
-from router.state import Pane
+from pebrel.router.handlers.tab import new as new_tab
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane
 
 READY_TIMEOUT_MS = 60_000
 #: How long agent.prompt waits for its text to be echoed before pressing Enter: Ink-based TUIs

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pebrel.errors import PebrelError
-from router.handlers import Handler, Params, Result
-from router.handlers import agent as agent_handlers
-from router.runtime import Runtime
+from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.handlers import agent as agent_handlers
+from pebrel.router.runtime import Runtime
 
 
 async def delegate(rt: Runtime, params: Params) -> Result:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from router.handlers import Handler, Params, Result
-from router.runtime import Runtime
+from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.runtime import Runtime
 
 
 def needs_current_snapshot(rt: Runtime, params: Params) -> bool:

@@ -22,10 +22,10 @@ import psutil
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
-from router import links
-from router.handlers import Handler, Params, Result
-from router.runtime import Runtime
-from router.state import Pane
+from pebrel.router import links
+from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane
 
 EXEC_DEFAULT_TIMEOUT_MS = 600_000
 EXEC_DEFAULT_MAX_OUTPUT_BYTES = 1 << 20

@@ -33,14 +33,14 @@ import psutil
 from pebrel import proctree
 from pebrel.agentkinds import classify
 from pebrel.errors import ErrorCode, PebrelError
-from router import gitops
-from router.agents import NamedAgent
-from router.handlers import Handler, Params, Result, pane_io
-from router.handlers.agent import READY_TIMEOUT_MS, record, start_argv, wait_ready
-from router.handlers.input_common import pane_ids
-from router.handlers.tab import new as new_tab
-from router.runtime import Runtime
-from router.state import Pane
+from pebrel.router import gitops
+from pebrel.router.agents import NamedAgent
+from pebrel.router.handlers import Handler, Params, Result, pane_io
+from pebrel.router.handlers.agent import READY_TIMEOUT_MS, record, start_argv, wait_ready
+from pebrel.router.handlers.input_common import pane_ids
+from pebrel.router.handlers.tab import new as new_tab
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane
 
 logger = logging.getLogger(__name__)
 

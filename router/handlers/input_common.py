@@ -17,9 +17,9 @@ from typing import Any
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
-from router import agents, links
-from router.runtime import Runtime
-from router.state import Pane
+from pebrel.router import agents, links
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane
 
 
 def pane_ids(pane: Pane) -> dict[str, int]:

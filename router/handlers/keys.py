@@ -18,9 +18,9 @@ from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.keys import encode_key
 from pebrel.model import MAX_PROMPT_BYTES
-from router import links
-from router.handlers import Handler, Params, Result
-from router.handlers.input_common import (
+from pebrel.router import links
+from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.handlers.input_common import (
     mark_submitted,
     pane_ids,
     raise_write_error,
@@ -31,8 +31,8 @@ from router.handlers.input_common import (
     write_input,
     writing,
 )
-from router.runtime import Runtime
-from router.state import Pane
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane
 
 #: Largest paste, in UTF-8 bytes of the text as sent by the client.
 MAX_PASTE_BYTES = MAX_PROMPT_BYTES

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pebrel.errors import ErrorCode, PebrelError
-from router import layout, sizing
-from router.handlers import Handler, Params, Result
-from router.runtime import Runtime
+from pebrel.router import layout, sizing
+from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.runtime import Runtime
 
 
 async def zoom(rt: Runtime, params: Params) -> Result:

@@ -32,13 +32,13 @@ from typing import Any, TypeGuard
 
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.inputs import check_prompt_text
-from router.agents import NamedAgent
-from router.handlers import Handler, Params, Result, layout_ops, pane_io, tab, window
-from router.handlers import agent as agent_handlers
-from router.handlers import pane as pane_handlers
-from router.handlers.input_common import pane_ids, require_live
-from router.runtime import Runtime
-from router.state import Pane
+from pebrel.router.agents import NamedAgent
+from pebrel.router.handlers import Handler, Params, Result, layout_ops, pane_io, tab, window
+from pebrel.router.handlers import agent as agent_handlers
+from pebrel.router.handlers import pane as pane_handlers
+from pebrel.router.handlers.input_common import pane_ids, require_live
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane
 
 logger = logging.getLogger(__name__)
 

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.model import DIRECTIONS
+from pebrel.router import layout, sizing
+from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.runtime import Runtime
+from pebrel.router.spawn import spawn_pane
 from pebrel.shellids import default_shell, resolve_shell
-from router import layout, sizing
-from router.handlers import Handler, Params, Result
-from router.runtime import Runtime
-from router.spawn import spawn_pane
 
 #: Stands for the new pane in the layout planned before its id is allocated.
 _PLANNED = -1

@@ -16,9 +16,9 @@ from pebrel.model import (
     RUN_DEFAULT_TIMEOUT_MS,
     WAIT_DEFAULT_TIMEOUT_MS,
 )
-from router import links
-from router.handlers import Method, Params, Result
-from router.handlers.input_common import (
+from pebrel.router import links
+from pebrel.router.handlers import Method, Params, Result
+from pebrel.router.handlers.input_common import (
     pane_ids,
     require_live,
     require_unlocked,
@@ -27,8 +27,8 @@ from router.handlers.input_common import (
     submitted_result,
     worker_link,
 )
-from router.runtime import Runtime
-from router.state import KeptRead, Pane
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import KeptRead, Pane
 
 #: How long pane.run waits for a just-started shell's first prompt, and for its command start.
 FIRST_PROMPT_TIMEOUT_S = 10.0

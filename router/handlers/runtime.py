@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from pebrel import PROTOCOL, PROTOCOL_VERSION, SUPPORTED_VERSIONS, __version__
 from pebrel.envcontract import describe_env
 from pebrel.envelope import EncodedResult
+from pebrel.router.handlers import Method, Params, Result
+from pebrel.router.runtime import Runtime
 from pebrel.schema import method_names
-from router.handlers import Method, Params, Result
-from router.runtime import Runtime
 
 FEATURES = (
     "env.pane_identity",

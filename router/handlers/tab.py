@@ -6,11 +6,11 @@ from collections.abc import Mapping
 
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.model import DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS
+from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.runtime import Runtime
+from pebrel.router.spawn import spawn_pane
+from pebrel.router.state import new_tab
 from pebrel.shellids import default_shell, resolve_shell
-from router.handlers import Handler, Params, Result
-from router.runtime import Runtime
-from router.spawn import spawn_pane
-from router.state import new_tab
 
 
 async def new(rt: Runtime, params: Params) -> Result:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from router.delegation import MAX_RESULT_CHARS, clean_result
+from pebrel.router.delegation import MAX_RESULT_CHARS, clean_result
 from tests.agent_fixtures import fake_agents_env, started_runtime
 from tests.conftest import Runtime, wait_for
 

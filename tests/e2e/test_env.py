@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from cli.env_cmd import IN_AGENT_PANE, IN_GIT_REPO
 from pebrel import __version__
+from pebrel.cli.env_cmd import IN_AGENT_PANE, IN_GIT_REPO
 from tests.agent_fixtures import fake_agents_env, started_runtime
 from tests.conftest import BIN_DIR, PEBREL, Runtime, base_env, stop_and_check
 
@@ -194,8 +194,8 @@ def test_env_lists_every_cli_command() -> None:
     """R7.5: `pebrel env` has an example for every command of the CLI."""
     import click
 
-    from cli.env_cmd import commands
-    from cli.main import main
+    from pebrel.cli.env_cmd import commands
+    from pebrel.cli.main import main
 
     def walk(group: click.Group, prefix: list[str]) -> set[str]:
         # list_commands/get_command, not group.commands: the groups load commands lazily.

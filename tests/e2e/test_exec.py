@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
-from router.handlers.exec import capture, utf8_tail
+from pebrel.router.handlers.exec import capture, utf8_tail
 from tests.conftest import Runtime, at_prompt, processes_of, wait_for
 
 pytestmark = pytest.mark.timeout(90)

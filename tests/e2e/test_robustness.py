@@ -21,6 +21,8 @@ from typing import Any
 import psutil
 import pytest
 
+from pebrel import entrypoints
+from pebrel.entrypoints import module_argv
 from tests.conftest import (
     PEBREL,
     Runtime,
@@ -49,18 +51,19 @@ def cmdline(proc: psutil.Process) -> list[str]:
     return args
 
 
+def started_as(proc: psutil.Process, module: str) -> bool:
+    """`proc` runs `python -P -m <module>` (pebrel/entrypoints.py)."""
+    return cmdline(proc)[1:4] == module_argv(module)[1:]
+
+
 def router_children(rt: Runtime, module: str) -> list[psutil.Process]:
-    """Children of the router started as `python -m <module>`."""
-    return [
-        child
-        for child in psutil.Process(rt.pid).children()
-        if module in cmdline(child)[1:3] and "-m" in cmdline(child)[1:3]
-    ]
+    """Children of the router started as `python -P -m <module>`."""
+    return [child for child in psutil.Process(rt.pid).children() if started_as(child, module)]
 
 
 def forkserver_children(rt: Runtime) -> list[psutil.Process]:
-    """Children of the router's fork server (`python -m workers.forkserver`)."""
-    return [w for fs in router_children(rt, "workers.forkserver") for w in fs.children()]
+    """Children of the router's fork server (`python -P -m pebrel.workers.forkserver`)."""
+    return [w for fs in router_children(rt, entrypoints.FORKSERVER) for w in fs.children()]
 
 
 def pane_workers(rt: Runtime) -> list[psutil.Process]:
@@ -341,8 +344,8 @@ def test_stop_ends_detached_and_background_children(runtime: Runtime) -> None:
 
     pids: dict[str, int] = dict(wait_for(sleeps, 10, "the three sleeps"))
     pids["router"] = runtime.pid
-    frontends = router_children(runtime, "router.adapter")
-    forkservers = router_children(runtime, "workers.forkserver")
+    frontends = router_children(runtime, entrypoints.ADAPTER)
+    forkservers = router_children(runtime, entrypoints.FORKSERVER)
     workers = pane_workers(runtime)
     spares = spare_workers(runtime)
     assert len(frontends) == 1 and len(forkservers) == 1 and len(workers) == 1
@@ -380,7 +383,7 @@ def test_router_and_adapter_ask_for_short_slices_and_workers_do_not(runtime: Run
     router = _slice_ns(runtime.pid)
     if router is None:
         pytest.skip("this kernel shows no per-task slice in /proc/PID/sched")
-    adapter = _slice_ns(router_children(runtime, "router.adapter")[0].pid)
+    adapter = _slice_ns(router_children(runtime, entrypoints.ADAPTER)[0].pid)
     worker = _slice_ns(pane_workers(runtime)[0].pid)
     shell = _slice_ns(runtime.pane(1)["pid"])
     assert worker is not None and shell is not None
@@ -396,11 +399,11 @@ def test_a_killed_frontend_adapter_stops_the_runtime(runtime: Runtime) -> None:
     runtime.run(1, "sleep 304 &")
     pids = {
         "router": runtime.pid,
-        "forkserver": router_children(runtime, "workers.forkserver")[0].pid,
+        "forkserver": router_children(runtime, entrypoints.FORKSERVER)[0].pid,
         "worker": pane_workers(runtime)[0].pid,
         "shell": runtime.pane(1)["pid"],
     }
-    frontend = router_children(runtime, "router.adapter")[0]
+    frontend = router_children(runtime, entrypoints.ADAPTER)[0]
     frontend.kill()
     wait_for(
         lambda: all(gone(pid) for pid in pids.values()),
@@ -501,7 +504,7 @@ def test_concurrent_starts_leave_exactly_one_router(fresh_env: dict[str, str]) -
     assert len(pids) == 1
     data_dir = Path(fresh_env["PEBREL_DATA_DIR"])
     assert json.loads((data_dir / "runtime.port").read_text())["pid"] in pids
-    routers = [p.pid for p in processes_of(data_dir) if cmdline(p)[1:3] == ["-m", "router"]]
+    routers = [p.pid for p in processes_of(data_dir) if started_as(p, entrypoints.ROUTER)]
     assert routers == list(pids)
 
 

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pebrel import messages as m
+from pebrel.router.links import WorkerLink, WorkerProcess
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane, Window, new_tab
 from pebrel.settings import load_settings
-from router.links import WorkerLink, WorkerProcess
-from router.runtime import Runtime
-from router.state import Pane, Window, new_tab
 
 
 def one_pane_runtime(

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from router import answers
-from router.answers import AnswerCache, request_key
+from pebrel.router import answers
+from pebrel.router.answers import AnswerCache, request_key
 
 pytestmark = pytest.mark.timeout(10)
 

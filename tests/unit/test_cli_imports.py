@@ -31,7 +31,7 @@ RUNNER = """
 import sys
 import click, json, socket
 floor = sorted(sys.modules)
-from cli.main import main
+from pebrel.cli.main import main
 status = 0
 try:
     main(sys.argv[1:], prog_name="pebrel")
@@ -68,7 +68,7 @@ class Run(NamedTuple):
 def run_cli(args: tuple[str, ...], env: dict[str, str]) -> Run:
     """Run the CLI in a fresh interpreter; what it exited with and what it imported."""
     proc = subprocess.run(
-        [sys.executable, "-c", RUNNER, *args],
+        [sys.executable, "-P", "-c", RUNNER, *args],
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -81,21 +81,30 @@ def run_cli(args: tuple[str, ...], env: dict[str, str]) -> Run:
 
 
 def test_cli_main_imports_nothing_heavy() -> None:
-    code = f"import sys, cli.main, pebrel.client; print(sorted(set({HEAVY!r}) & set(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    imports = "import sys, pebrel.cli.main, pebrel.client"
+    code = f"{imports}; print(sorted(set({HEAVY!r}) & set(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 
 def test_pebrel_package_import_is_bare() -> None:
     code = f"import sys, pebrel; print(sorted(set({HEAVY!r}) & set(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 
 def test_cli_main_loads_no_command_module() -> None:
-    """The console script imports cli.main on every call: it must not import the commands."""
-    code = "import sys, cli.main; print(sorted(m for m in sys.modules if m.endswith('_cmd')))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    """The console script imports pebrel.cli.main on every call: it must not import the commands."""
+    code = (
+        "import sys, pebrel.cli.main; print(sorted(m for m in sys.modules if m.endswith('_cmd')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -107,5 +116,5 @@ def test_hot_verb_without_runtime_imports_nothing_heavy(tmp_path: Path, verb: Ve
     run = run_cli(verb.args, env)
     assert run.status == (0 if verb.args[0] == "hook" else 3)
     assert set(HEAVY) & run.modules == set()
-    own = "cli.hook_cmd" if verb.args[0] == "hook" else "cli.pane_cmd"
+    own = "pebrel.cli.hook_cmd" if verb.args[0] == "hook" else "pebrel.cli.pane_cmd"
     assert {m for m in run.modules if m.endswith("_cmd")} == {own}

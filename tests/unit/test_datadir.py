@@ -84,6 +84,10 @@ def test_reading_the_port_file_imports_no_pathlib(tmp_path: Path) -> None:
     paths = [str(Path(__file__).parents[2]), sysconfig.get_paths()["purelib"]]
     env = {"PEBREL_DATA_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(paths)}
     out = subprocess.run(
-        [sys.executable, "-S", "-c", code], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-P", "-S", "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout.strip() == "[]"

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import pytest
 
-from workers.foreground import RECHECK_S, Foreground, ForegroundTracker, group_members
+from pebrel.workers.foreground import RECHECK_S, Foreground, ForegroundTracker, group_members
 
 SHELL = 100
 SHELL_CMD = ["bash", "--rcfile", "/x/rc"]

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from pebrel.router.forkserver import ForkServer, SpawnReply, _Spawn
 from pebrel.zmqio import worker_identity
-from router.forkserver import ForkServer, SpawnReply, _Spawn
 
 pytestmark = pytest.mark.timeout(30)
 

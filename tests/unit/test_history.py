@@ -8,7 +8,7 @@ from collections import deque
 
 import pytest
 
-from workers.history import History, Row
+from pebrel.workers.history import History, Row
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cli import hook_settings as hs
+from pebrel.cli import hook_settings as hs
 
 OTHER_HOOK = {"matcher": "Bash", "hooks": [{"type": "command", "command": "echo mine"}]}
 

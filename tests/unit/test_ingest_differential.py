@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from workers.osc import OscEvent, OscScanner
-from workers.screen import PaneScreen
+from pebrel.workers.osc import OscEvent, OscScanner
+from pebrel.workers.screen import PaneScreen
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from pebrel import messages as m
-from router import sizing
-from router.handlers import pane_io
-from router.runtime import Runtime
-from router.state import Pane
+from pebrel.router import sizing
+from pebrel.router.handlers import pane_io
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane
 from tests.unit.router_stub import one_pane_runtime
 
 pytestmark = pytest.mark.timeout(30)

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from router.layout import Leaf, Node, Split, leaves, remove_leaf, sizes, split_leaf, to_wire
+from pebrel.router.layout import Leaf, Node, Split, leaves, remove_leaf, sizes, split_leaf, to_wire
 
 L1, L2, L3, L4 = Leaf(1), Leaf(2), Leaf(3), Leaf(4)
 SIDE = Split("right", 0.5, L1, L2)

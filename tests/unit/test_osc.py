@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import pytest
 
-from workers.osc import OSC_MAX_BYTES, OscEvent, OscScanner
+from pebrel.workers.osc import OSC_MAX_BYTES, OscEvent, OscScanner
 
 pytestmark = pytest.mark.timeout(60)
 

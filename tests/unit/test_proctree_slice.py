@@ -43,7 +43,7 @@ def _kernel_at_least(major: int, minor: int) -> bool:
 
 def test_the_calling_process_gets_the_short_slice_and_its_children_do_not() -> None:
     out = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-P", "-c", PROBE],
         capture_output=True,
         text=True,
         check=True,

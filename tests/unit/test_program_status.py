@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import pytest
 
-from workers.program_status import ProgramReport, ProgramStatusParser, parse_tap
+from pebrel.workers.program_status import ProgramReport, ProgramStatusParser, parse_tap
 
 
 def b64(text: str) -> str:

@@ -15,11 +15,11 @@ import pytest
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
-from router.handlers import pane_io
-from router.runtime import Runtime
-from router.state import Pane
+from pebrel.router.handlers import pane_io
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane
+from pebrel.workers.promptwrites import PromptWrites
 from tests.unit.router_stub import one_pane_runtime
-from workers.promptwrites import PromptWrites
 
 pytestmark = pytest.mark.timeout(30)
 

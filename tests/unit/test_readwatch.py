@@ -11,9 +11,9 @@ import itertools
 import pytest
 
 from pebrel import messages as m
-from workers import readwatch
-from workers.readwatch import ReadWatch
-from workers.screen import ReadResult
+from pebrel.workers import readwatch
+from pebrel.workers.readwatch import ReadWatch
+from pebrel.workers.screen import ReadResult
 
 pytestmark = pytest.mark.timeout(30)
 

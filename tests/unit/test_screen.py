@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import pytest
 
-from workers.screen import PaneScreen, ReadResult
+from pebrel.workers.screen import PaneScreen, ReadResult
 
 pytestmark = pytest.mark.timeout(60)
 

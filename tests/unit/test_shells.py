@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from ptyprocess import PtyProcess
 
-from workers.shells import ShellLaunch, launch_spec, shell_kind
+from pebrel.workers.shells import ShellLaunch, launch_spec, shell_kind
 
 pytestmark = pytest.mark.timeout(60)
 

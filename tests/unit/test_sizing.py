@@ -13,13 +13,13 @@ import pytest
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.router import layout
+from pebrel.router.handlers import layout_ops
+from pebrel.router.handlers import pane as pane_handlers
+from pebrel.router.links import WorkerLink, WorkerProcess
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane, Window, new_tab
 from pebrel.settings import load_settings
-from router import layout
-from router.handlers import layout_ops
-from router.handlers import pane as pane_handlers
-from router.links import WorkerLink, WorkerProcess
-from router.runtime import Runtime
-from router.state import Pane, Window, new_tab
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -22,13 +22,13 @@ import pytest
 
 from pebrel import messages as m
 from pebrel.screenrules import load_rules
-from workers.app import Worker
-from workers.config import WorkerConfig
-from workers.foreground import ForegroundTracker
-from workers.osc import OscEvent, OscScanner
-from workers.program_status import ProgramReport, ProgramStatusParser
-from workers.screen import PaneScreen
-from workers.screenwatch import ScreenRuleWatch
+from pebrel.workers.app import Worker
+from pebrel.workers.config import WorkerConfig
+from pebrel.workers.foreground import ForegroundTracker
+from pebrel.workers.osc import OscEvent, OscScanner
+from pebrel.workers.program_status import ProgramReport, ProgramStatusParser
+from pebrel.workers.screen import PaneScreen
+from pebrel.workers.screenwatch import ScreenRuleWatch
 
 pytestmark = pytest.mark.timeout(60)
 
