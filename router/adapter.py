@@ -20,8 +20,8 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from pebrel import injection, proctree
 from pebrel import messages as m
-from pebrel import proctree
 from pebrel.envelope import (
     MAX_REQUEST_LINE_BYTES,
     dump_line,
@@ -366,6 +366,7 @@ def main() -> None:
         level=os.environ.get("PEBREL_LOG_LEVEL", "INFO").upper(),
         format=f"%(asctime)s frontend[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
     )
+    injection.install(injection.ADAPTER)
     proctree.set_parent_death_signal(signal.SIGTERM)
     proctree.request_short_slice()  # answer promptly while pane workers keep the cores busy
     frontend = Frontend(int(config["link_fd"]), config["token"], config["version"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import inspect
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ from typing import Any
 
 import zmq
 
-from pebrel import PROTOCOL, __version__, entrypoints, proctree
+from pebrel import PROTOCOL, __version__, entrypoints, injection, proctree
 from pebrel import messages as m
 from pebrel.datadir import (
     LOG_FILE,
@@ -156,7 +157,8 @@ class RouterApp:
         try:
             self.start(coro)
         except Exception:
-            coro.close()
+            if inspect.iscoroutine(coro):
+                coro.close()
             failure = internal_error()
             logger.exception(
                 "request could not be started", extra={**failure.details, "method": request.method}
@@ -405,6 +407,7 @@ def main() -> None:
     except SettingsError as exc:
         print(f"pebrel: {exc}", file=sys.stderr)
         sys.exit(2)
+    injection.install(injection.ROUTER)
     proctree.set_child_subreaper()
     proctree.request_short_slice()  # answer promptly while pane workers keep the cores busy
     app = RouterApp(data_dir)

@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from pebrel.client import Client
+from pebrel.injection import INJECT_ENV
 
 BIN_DIR = Path(sys.executable).parent
 PEBREL = str(BIN_DIR / "pebrel")
@@ -161,6 +162,18 @@ class Runtime:
         self._clients.clear()
 
 
+INJECT_DIR = Path(__file__).parent / "inject"
+
+
+def inject_env(*names: str) -> dict[str, str]:
+    """The environment that installs tests/inject/<name>.py into a runtime's processes
+    (pebrel/injection.py): merge it into the env a runtime starts with."""
+    files = [str(INJECT_DIR / f"{name}.py") for name in names]
+    for file in files:
+        assert Path(file).is_file(), file
+    return {INJECT_ENV: os.pathsep.join(files)}
+
+
 def base_env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
@@ -175,7 +188,13 @@ def base_env(tmp_path: Path) -> dict[str, str]:
         "LC_ALL": "C.UTF-8",
         "PEBREL_DATA_DIR": str(data),
     }
-    for key in ("PEBREL_WINDOW_ID", "PEBREL_PANE_ID", "NEBULA_WINDOW_ID", "NEBULA_PANE_ID"):
+    for key in (
+        "PEBREL_WINDOW_ID",
+        "PEBREL_PANE_ID",
+        "NEBULA_WINDOW_ID",
+        "NEBULA_PANE_ID",
+        INJECT_ENV,
+    ):
         env.pop(key, None)
     return env
 

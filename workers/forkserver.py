@@ -40,7 +40,7 @@ import sys
 import time
 from typing import Any
 
-from pebrel import proctree
+from pebrel import injection, proctree
 from pebrel.screenrules import shipped_rules
 from pebrel.workers import startup
 from pebrel.workers.shells import launch_spec
@@ -249,6 +249,7 @@ def main() -> None:
     # of the spares channel (a Unix socket the router passed)
     log_path, endpoint, channel_fd = sys.argv[1:4]
     startup.configure_logging(log_path)
+    injection.install(injection.FORKSERVER)
     channel = socket.socket(fileno=int(channel_fd))
     _warm_caches()
     gc.collect()

@@ -12,10 +12,6 @@ confirmed in time the result is unknown, so the answer is `runtime_timeout` with
 `details.cleanup_deferred: true` and the provenance, and the checkout stays (a late tab must not
 get a deleted cwd). `agent_ready_timeout` keeps it too (the agent may be running in it). Any
 other failure closes the tab this fork opened and removes the worktree and branch it created.
-
-Test-only fault switch: `PEBREL_TEST_FAULT` in the runtime's environment when it starts.
-`fork_dispatch_timeout` skips the dispatch and pretends it never confirmed (deadline 0.2 s);
-`fork_agent_ready_timeout` waits for readiness for 1 ms.
 """
 
 from __future__ import annotations
@@ -50,10 +46,6 @@ DISPATCH_TIMEOUT_S = 30.0
 #: How long to look for the agent's process and its cwd once it is ready.
 VERIFY_TIMEOUT_S = 3.0
 VERIFY_POLL_S = 0.05
-FAULT_ENV = "PEBREL_TEST_FAULT"
-FAULT_DISPATCH_TIMEOUT = "fork_dispatch_timeout"
-FAULT_READY_TIMEOUT = "fork_agent_ready_timeout"
-FAULT_DISPATCH_DEADLINE_S = 0.2
 
 
 def invalid(message: str, details: dict[str, Any]) -> PebrelError:
@@ -98,8 +90,6 @@ async def dispatch(
     opened: list[Pane],
 ) -> tuple[NamedAgent, Pane]:
     """A tab with the worktree as cwd, the agent registered in it, its start command typed."""
-    if rt.base_env.get(FAULT_ENV) == FAULT_DISPATCH_TIMEOUT:
-        await asyncio.sleep(3600)  # pretend the dispatch never confirms
     opened_tab = await new_tab(rt, {"window_id": window_id, "cwd": wt.path})
     pane = rt.state.panes[(opened_tab["window_id"], opened_tab["pane_id"])]
     opened.append(pane)
@@ -177,24 +167,18 @@ async def fork(rt: Runtime, params: Params) -> Result:
         path,
         params.get("allow_dirty_source", False),
     )
-    fault = rt.base_env.get(FAULT_ENV)
     budget_s = params.get("ready_timeout_ms", READY_TIMEOUT_MS) / 1000
     started = time.monotonic()
     # The dispatch has its own deadline; readiness gets what is left of ready_timeout_ms. If
     # the dispatch used it all up, that is agent_ready_timeout (not a dispatch timeout), even
     # when the agent is ready by then: it was not ready within the time asked for.
-    deadline_s = (
-        FAULT_DISPATCH_DEADLINE_S if fault == FAULT_DISPATCH_TIMEOUT else DISPATCH_TIMEOUT_S
-    )
+    deadline_s = DISPATCH_TIMEOUT_S
     opened: list[Pane] = []
     task = asyncio.ensure_future(dispatch(rt, window_id, params, argv, wt, opened))
     try:
         done, _ = await asyncio.wait({task}, timeout=deadline_s)
         if not done:
-            if fault == FAULT_DISPATCH_TIMEOUT:
-                task.cancel()
-            else:
-                rt.keep(task)  # it may still land; its tab then works in the kept checkout
+            rt.keep(task)  # it may still land; its tab then works in the kept checkout
             task.add_done_callback(late_dispatch)
             raise kept(
                 PebrelError(
@@ -205,8 +189,7 @@ async def fork(rt: Runtime, params: Params) -> Result:
                 wt,
             )
         agent, pane = task.result()
-        ready_s = 0.001 if fault == FAULT_READY_TIMEOUT else budget_s
-        await wait_ready(rt, agent, pane, ready_s - (time.monotonic() - started))
+        await wait_ready(rt, agent, pane, budget_s - (time.monotonic() - started))
         await verify_cwd(rt, agent, pane, wt.path)
     except PebrelError as exc:
         if exc.code in (ErrorCode.RUNTIME_TIMEOUT, ErrorCode.AGENT_READY_TIMEOUT):

@@ -21,7 +21,7 @@ from jsonschema import Draft202012Validator
 
 from pebrel.schema import SCHEMA_FILE
 from tests.agent_fixtures import fake_agents_env, started_runtime
-from tests.conftest import Runtime, at_prompt, wait_for
+from tests.conftest import Runtime, at_prompt, inject_env, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -252,11 +252,11 @@ def test_failure_after_creation_rolls_back_only_what_it_created(tmp_path: Path) 
         assert not got["ok"] or got["result"]["status"] == "exited", got
 
 
-def test_fault_dispatch_timeout_keeps_the_checkout(tmp_path: Path) -> None:
-    """R9.5: PEBREL_TEST_FAULT=fork_dispatch_timeout: the dispatch is never confirmed, so the
+def test_dispatch_timeout_keeps_the_checkout(tmp_path: Path) -> None:
+    """R9.5: the dispatch is never confirmed (tests/inject/fork_dispatch_hangs.py), so the
     answer is runtime_timeout with cleanup_deferred and the provenance; the checkout stays."""
     repo = make_repo(tmp_path)
-    env = fake_agents_env(tmp_path, PEBREL_TEST_FAULT="fork_dispatch_timeout")
+    env = fake_agents_env(tmp_path, **inject_env("fork_dispatch_hangs"))
     with started_runtime(env) as rt:
         at_prompt(rt)
         error = rt.error("agent.fork", {"source_cwd": str(repo), "name": "late", "kind": "claude"})
@@ -269,14 +269,15 @@ def test_fault_dispatch_timeout_keeps_the_checkout(tmp_path: Path) -> None:
         assert git(repo, "rev-parse", "refs/heads/pebrel/late") == worktree["base_commit"]
 
 
-def test_fault_agent_ready_timeout_keeps_the_checkout(tmp_path: Path) -> None:
-    """R9.5: PEBREL_TEST_FAULT=fork_agent_ready_timeout: agent_ready_timeout, and the checkout
-    stays (the agent may be running in it) with its provenance in the details."""
+def test_agent_ready_timeout_keeps_the_checkout(tmp_path: Path) -> None:
+    """R9.5: a readiness deadline too short for the agent (1 ms) gives agent_ready_timeout,
+    and the checkout stays (the agent may be running in it) with its provenance."""
     repo = make_repo(tmp_path)
-    env = fake_agents_env(tmp_path, PEBREL_TEST_FAULT="fork_agent_ready_timeout")
+    env = fake_agents_env(tmp_path)
     with started_runtime(env) as rt:
         at_prompt(rt)
-        error = rt.error("agent.fork", {"source_cwd": str(repo), "name": "slow", "kind": "codex"})
+        params = {"source_cwd": str(repo), "name": "slow", "kind": "codex", "ready_timeout_ms": 1}
+        error = rt.error("agent.fork", params)
         assert error["code"] == "agent_ready_timeout", error
         worktree = error["details"]["worktree"]
         assert error["details"]["cleanup_deferred"] is True

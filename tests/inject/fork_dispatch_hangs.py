@@ -1,0 +1,26 @@
+"""Injection: `agent.fork`'s tab-and-agent dispatch never confirms (R9.5).
+
+The dispatch sleeps instead of opening the tab, and the dispatch deadline is cut to 0.2 s, so
+the fork answers `runtime_timeout` with `cleanup_deferred` and keeps the checkout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pebrel.injection import ROUTER
+
+DEADLINE_S = 0.2
+
+
+def install(process: str) -> None:
+    if process != ROUTER:
+        return
+    from pebrel.router.handlers import fork
+
+    async def dispatch(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(3600)  # never confirms; cancelled when the runtime stops
+
+    fork.dispatch = dispatch  # type: ignore[assignment]
+    fork.DISPATCH_TIMEOUT_S = DEADLINE_S
