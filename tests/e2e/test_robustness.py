@@ -426,7 +426,8 @@ def test_second_start_reports_the_running_runtime(runtime: Runtime) -> None:
     assert again.code == 0, again
     assert again.json["result"]["already_running"] is True
     assert again.json["result"]["pid"] == pid
-    assert [p.pid for p in processes_of(runtime.data_dir) if "router" in cmdline(p)[2:3]] == [pid]
+    routers = [p.pid for p in processes_of(runtime.data_dir) if started_as(p, entrypoints.ROUTER)]
+    assert routers == [pid]
 
 
 def test_status_exits_0_while_running(runtime: Runtime) -> None:

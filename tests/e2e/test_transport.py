@@ -23,7 +23,8 @@ from typing import Any, NamedTuple
 import psutil
 import pytest
 
-from pebrel import PROTOCOL, __version__
+from pebrel import PROTOCOL, __version__, entrypoints
+from pebrel.entrypoints import module_argv
 from pebrel.envelope import MAX_REQUEST_LINE_BYTES
 from tests.conftest import Runtime, wait_for
 
@@ -160,7 +161,7 @@ def test_port_file_is_private_and_complete(runtime: Runtime) -> None:
     assert isinstance(info["port"], int) and 0 < info["port"] < 65536
     assert re.fullmatch(r"[0-9a-f]{32,}", info["token"]), info["token"]
     assert psutil.pid_exists(info["pid"])
-    assert "router" in psutil.Process(info["pid"]).cmdline()
+    assert psutil.Process(info["pid"]).cmdline()[1:] == module_argv(entrypoints.ROUTER)[1:]
     assert info["version"] == __version__
     assert info["protocol"] == "nebula.runtime"
     assert isinstance(info["started_at"], int | float)
