@@ -6,6 +6,7 @@ any process that carries this runtime's data dir in its environment outlived `ru
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -47,18 +48,89 @@ def processes_of(data_dir: Path) -> list[psutil.Process]:
     return found
 
 
+#: How often the wait helpers below look again: they hold the only pauses of the tests.
+POLL_INTERVAL_S = 0.02
+#: The same inside an event loop, where the condition is usually a timer of that loop.
+ASYNC_POLL_INTERVAL_S = 0.005
+
+
+def poll_until(
+    predicate: Callable[[], Any], timeout_s: float, interval_s: float = POLL_INTERVAL_S
+) -> Any:
+    """Poll `predicate` until truthy or `timeout_s` has passed; return the last value seen."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        last = predicate()
+        if last or time.monotonic() >= deadline:
+            return last
+        time.sleep(interval_s)  # the poll interval of the wait helpers
+
+
 def wait_for(
-    predicate: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.02
+    predicate: Callable[[], Any], timeout_s: float, what: str, interval_s: float = POLL_INTERVAL_S
 ) -> Any:
     """Poll `predicate` until truthy; fail with the last value seen (never a bare sleep)."""
+    last = poll_until(predicate, timeout_s, interval_s)
+    if not last:
+        pytest.fail(f"timed out after {timeout_s}s waiting for {what}; last seen: {last!r}")
+    return last
+
+
+def assert_never(
+    predicate: Callable[[], Any],
+    window_s: float,
+    reason: str,
+    interval_s: float = POLL_INTERVAL_S,
+) -> None:
+    """A negative window: fail as soon as `predicate` is truthy within `window_s`.
+
+    Proves that something does not happen; nothing can show that for ever, so the caller
+    bounds the window and says in `reason` why it is long enough (what would have happened
+    within it, and how soon)."""
+    started = time.monotonic()
+    seen = poll_until(predicate, window_s, interval_s)
+    if seen:
+        elapsed = time.monotonic() - started
+        pytest.fail(f"happened after {elapsed:.2f}s of a {window_s}s window ({reason}): {seen!r}")
+
+
+async def poll_until_async(
+    predicate: Callable[[], Any], timeout_s: float, interval_s: float = ASYNC_POLL_INTERVAL_S
+) -> Any:
+    """`poll_until` inside a running event loop: the loop runs its timers while this polls."""
     deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
+    while True:
         last = predicate()
-        if last:
+        if last or time.monotonic() >= deadline:
             return last
-        time.sleep(interval_s)  # the poll interval of wait_for itself
-    pytest.fail(f"timed out after {timeout_s}s waiting for {what}; last seen: {last!r}")
+        await asyncio.sleep(interval_s)  # the poll interval of the async wait helpers
+
+
+async def wait_for_async(
+    predicate: Callable[[], Any],
+    timeout_s: float,
+    what: str,
+    interval_s: float = ASYNC_POLL_INTERVAL_S,
+) -> Any:
+    """`wait_for` inside a running event loop."""
+    last = await poll_until_async(predicate, timeout_s, interval_s)
+    if not last:
+        pytest.fail(f"timed out after {timeout_s}s waiting for {what}; last seen: {last!r}")
+    return last
+
+
+async def assert_never_async(
+    predicate: Callable[[], Any],
+    window_s: float,
+    reason: str,
+    interval_s: float = ASYNC_POLL_INTERVAL_S,
+) -> None:
+    """`assert_never` inside a running event loop (its timers run during the window)."""
+    started = time.monotonic()
+    seen = await poll_until_async(predicate, window_s, interval_s)
+    if seen:
+        elapsed = time.monotonic() - started
+        pytest.fail(f"happened after {elapsed:.2f}s of a {window_s}s window ({reason}): {seen!r}")
 
 
 @dataclass
@@ -188,6 +260,10 @@ def base_env(tmp_path: Path) -> dict[str, str]:
         "LC_ALL": "C.UTF-8",
         "PEBREL_DATA_DIR": str(data),
     }
+    # The runtime's processes take the run's warning filters along (nox runs the newest
+    # CPython with DeprecationWarning as an error, in Pebrel's own processes too).
+    if "PYTHONWARNINGS" in os.environ:
+        env["PYTHONWARNINGS"] = os.environ["PYTHONWARNINGS"]
     for key in (
         "PEBREL_WINDOW_ID",
         "PEBREL_PANE_ID",
@@ -203,12 +279,13 @@ def stop_and_check(rt: Runtime) -> None:
     """Stop the runtime; kill and report anything of this data dir that survived."""
     rt.close_clients()
     rt.cli("runtime", "stop", timeout=60)
-    deadline = time.monotonic() + 10
-    leftovers = processes_of(rt.data_dir)
-    while leftovers and time.monotonic() < deadline:
-        time.sleep(0.05)  # poll interval: waiting for the runtime's processes to exit
-        leftovers = processes_of(rt.data_dir)
-    if leftovers:
+    leftovers: list[psutil.Process] = []
+
+    def all_exited() -> bool:
+        leftovers[:] = processes_of(rt.data_dir)
+        return not leftovers
+
+    if not poll_until(all_exited, 10, interval_s=0.05):
         described = [(p.pid, p.name(), p.cmdline()) for p in leftovers if p.is_running()]
         for proc in leftovers:
             with contextlib.suppress(psutil.Error):

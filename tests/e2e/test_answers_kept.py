@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pebrel.client import Client
-from tests.conftest import Runtime, at_prompt, base_env, started_runtime
+from tests.conftest import Runtime, at_prompt, base_env, started_runtime, wait_for
 from tests.e2e.polling import follow_ticks, ok
 
 pytestmark = pytest.mark.timeout(120)
@@ -97,15 +96,12 @@ def test_output_without_any_state_change_is_seen(runtime: Runtime) -> None:
     at_prompt(runtime)
     runtime.run(1, "(sleep 2.5; echo late-output-$((6 * 7))) &")  # the line shows no 42
     client = runtime.client()
-    seen = ""
-    for _ in range(400):  # ~8 s of polling, every read the same request
-        envelope = client.call("pane.read", {"pane_id": 1, "lines": 10})
-        assert envelope["ok"], envelope
-        seen = envelope["result"]["text"]
-        if "late-output-42" in seen:
-            break
-        time.sleep(0.02)  # poll interval
-    assert "late-output-42" in seen, seen
+
+    def late_output() -> str | None:  # every read the same request
+        text: str = ok(client, "pane.read", {"pane_id": 1, "lines": 10})["text"]
+        return text if "late-output-42" in text else None
+
+    wait_for(late_output, 8, "the background job's output in a repeated read")
 
 
 def test_reads_of_a_pane_whose_output_goes_on_are_renewed_in_the_adapter(tmp_path: Path) -> None:
@@ -162,9 +158,12 @@ def test_reads_naming_no_window_in_flight_when_another_pane_1_appears_are_answer
         for event in reading:  # every reader has had an answer and keeps reading
             assert event.wait(10)
         runtime.ok("window.create", {})
-        deadline = time.monotonic() + 10
-        while len(codes) < len(threads) and not problems and time.monotonic() < deadline:
-            time.sleep(0.05)  # poll interval: each reader stops at its first error
+        wait_for(  # each reader stops at its first error
+            lambda: len(codes) == len(threads) or problems,
+            10,
+            "every reader's first error",
+            interval_s=0.05,
+        )
     finally:
         stop.set()
         for thread in threads:

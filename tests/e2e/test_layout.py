@@ -7,7 +7,6 @@ the shell inside the pane (`stty size`, `pwd`) or the process table.
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -15,7 +14,7 @@ import psutil
 import pytest
 
 from pebrel.model import DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS
-from tests.conftest import Runtime, at_prompt, wait_for
+from tests.conftest import Runtime, assert_never, at_prompt, wait_for
 
 
 def window_of(snap: dict[str, Any], window_id: int) -> dict[str, Any]:
@@ -438,8 +437,10 @@ def test_sixteen_idle_panes_leave_revision_unchanged(runtime: Runtime) -> None:
     for window_id, pane_id in panes:
         at_prompt(runtime, pane_id, window_id)
     before = runtime.snapshot()
-    # The one sleep allowed: watch for exactly 2 s that nothing changes.
-    time.sleep(2)  # negative window
-    after = runtime.snapshot()
-    assert after["revision"] == before["revision"]
-    assert after == before
+    assert_never(
+        lambda: revision(runtime) != before["revision"],
+        2,
+        "R2.6 names the window: idle panes leave the revision alone for 2 s",
+        interval_s=0.1,
+    )
+    assert runtime.snapshot() == before

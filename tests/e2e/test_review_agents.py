@@ -14,13 +14,14 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.agent_fixtures import SPEC_WORKFLOW
-from tests.conftest import PEBREL, Runtime, base_env, started_runtime, wait_for
+from tests.conftest import PEBREL, Runtime, assert_never, base_env, started_runtime, wait_for
 
 REVIEW_FAKES = Path(__file__).resolve().parent.parent / "review_fakes"
 
@@ -48,18 +49,21 @@ def pane_count(rt: Runtime) -> tuple[int, int]:
 def settled(rt: Runtime) -> tuple[int, int]:
     """pane_count once the revision has stood still for 0.3 s: an agent drawing its prompt
     and reporting hooks bumps it for a moment after it is recognised. Comparing before and
-    after a refused call needs that quiet point (a negative window, polled, bounded)."""
-    last: list[tuple[int, int]] = []
+    after a refused call needs that quiet point (polled, bounded)."""
+    since: dict[tuple[int, int], float] = {}  # the count last seen, and when it was first seen
 
     def quiet() -> tuple[int, int] | None:
         now = pane_count(rt)
-        if last and last[-1] == now:
-            return now
-        last.append(now)
-        time.sleep(0.3)  # the window the revision must stay unchanged for
-        return None
+        first_seen = since.get(now)
+        if first_seen is None:
+            since.clear()
+            since[now] = time.monotonic()
+            return None
+        return now if time.monotonic() - first_seen >= 0.3 else None
 
-    result: tuple[int, int] = wait_for(quiet, 10, "the snapshot revision to stand still")
+    result: tuple[int, int] = wait_for(
+        quiet, 10, "the snapshot revision to stand still", interval_s=0.05
+    )
     return result
 
 
@@ -88,6 +92,20 @@ def agent_in(rt: Runtime, pane_id: int) -> dict[str, Any] | None:
     return None
 
 
+def session_in(rt: Runtime, pane_id: int) -> str | None:
+    """The session id the agent in this pane reported with its `start` hook, if any."""
+    row = agent_in(rt, pane_id)
+    return None if row is None else row.get("session_id")
+
+
+def is_running(rt: Runtime, pane_id: int) -> bool:
+    return bool(rt.pane(pane_id)["task_state"] == "running")
+
+
+def agent_read_has(rt: Runtime, name: str, needle: str) -> bool:
+    return needle in rt.ok("agent.read", {"agent": name})["text"]
+
+
 # --- recognition -------------------------------------------------------------------------
 
 
@@ -106,11 +124,9 @@ def test_review_recognises_bash_python_node_fakes(tmp_path: Path) -> None:
             type_line(rt, pane_id, command)
             panes[pane_id] = (command, kind)
         for pane_id, (command, kind) in panes.items():
-            row = wait_for(lambda p=pane_id: agent_in(rt, p), 15, f"agent for {command}")
+            row = wait_for(partial(agent_in, rt, pane_id), 15, f"agent for {command}")
             assert row["kind"] == kind, (command, row)
-            wait_for(
-                lambda p=pane_id: (agent_in(rt, p) or {}).get("session_id"), 10, "hook session"
-            )
+            wait_for(partial(session_in, rt, pane_id), 10, "hook session")
 
 
 def test_review_negatives_are_never_agents(tmp_path: Path) -> None:
@@ -139,10 +155,13 @@ def test_review_negatives_are_never_agents(tmp_path: Path) -> None:
             type_line(rt, pane_id, f"cd {work} && {command}")
             panes.append(pane_id)
         for pane_id in panes:
-            wait_for(lambda p=pane_id: rt.pane(p)["task_state"] == "running", 10, "running")
-        # a negative window: recognition polls every 50-500 ms, give it time to (wrongly) appear
-        time.sleep(2.5)
-        assert agents(rt) == []
+            wait_for(partial(is_running, rt, pane_id), 10, "running")
+        assert_never(
+            partial(agents, rt),
+            2.5,
+            "recognition looks every 50-500 ms: a wrongly recognised agent shows within 2.5 s",
+            interval_s=0.1,
+        )
         for pane_id in panes:
             assert "agent" not in rt.pane(pane_id)
 
@@ -216,9 +235,22 @@ def test_review_screen_rule_attention_then_answer(tmp_path: Path) -> None:
         rt.wait_text(pane_id, " 2. No")
         type_line(rt, pane_id, "1")
         rt.wait_text(pane_id, "RVDONE[approve]")
-        # a negative window: the answered question must not come back as attention
-        time.sleep(3)
-        assert agent_in(rt, pane_id)["state"] != "attention", agent_in(rt, pane_id)
+
+        def attention() -> str | None:
+            """What is wrong while the agent is in attention (or gone: that fails too)."""
+            row = agent_in(rt, pane_id)
+            if row is None:
+                return "the agent is gone"
+            return f"in attention: {row}" if row["state"] == "attention" else None
+
+        wait_for(lambda: attention() is None, 10, "the answered agent out of attention")
+        assert_never(
+            attention,
+            3,
+            "the question stays on the screen: a rule still matching it re-reports attention "
+            "within an evaluation (0.1 s), and a re-check of the agent within 0.5 s",
+            interval_s=0.1,
+        )
 
 
 def test_review_restart_new_generation_old_refused(tmp_path: Path) -> None:
@@ -238,9 +270,12 @@ def test_review_restart_new_generation_old_refused(tmp_path: Path) -> None:
         assert old.code == 1 and old.json["error"]["code"] == "agent_replaced", old
         old_wait = rt.cli("agent", "wait", "gen", "--generation", "1", "--timeout-ms", "2000")
         assert old_wait.json["error"]["code"] == "agent_replaced", old_wait
-        # a negative window: nothing may reach the new session
-        time.sleep(1)
-        assert "ghost" not in rt.read_text(pane_id)
+        assert_never(
+            lambda: "ghost" in rt.read_text(pane_id),
+            1,
+            "a refused send never reaches the new session; one let through is typed at once",
+            interval_s=0.05,
+        )
         new = rt.cli("agent", "send", "gen", "fresh", "--generation", "2", "--wait")
         assert "RVDONE[fresh]" in new.stdout, new
 
@@ -443,10 +478,12 @@ def test_review_delegate_exactly_once_wrapped(tmp_path: Path) -> None:
             stdin=subprocess.DEVNULL,
             check=True,
         )
-        # a negative window: a second delivery would arrive within it
-        time.sleep(2.5)
-        final = log.read_text()
-        assert final.count("<worker_output") == 1 and "DUP" not in final
+        assert_never(
+            lambda: (text := log.read_text()).count("<worker_output") != 1 or "DUP" in text,
+            2.5,
+            "a second delivery of the duplicate completion would reach the origin within 2.5 s",
+            interval_s=0.05,
+        )
         bad = rt.cli("agent", "delegate", "worker", "x", PEBREL_WINDOW_ID="1", PEBREL_PANE_ID="1")
         assert bad.json["error"]["code"] == "origin_not_agent"
 
@@ -466,13 +503,11 @@ def test_review_orchestrate_spec_workflow(tmp_path: Path) -> None:
         assert layout["split"] == "right" and layout["second"]["split"] == "down"
         for name, needle in (("weather", "RVDONE[查询"), ("formula", "CODEXDONE[输出")):
             wait_for(
-                lambda n=name, s=needle: s in rt.ok("agent.read", {"agent": n})["text"],
-                15,
-                f"{name} answered its initial prompt",
+                partial(agent_read_has, rt, name, needle), 15, f"{name} answered its initial prompt"
             )
 
 
-BAD_WORKFLOWS = [
+BAD_WORKFLOWS: list[dict[str, Any]] = [
     {"steps": [{"id": "a", "op": "split", "direction": "right"}, {"id": "b", "op": "explode"}]},
     {
         "steps": [

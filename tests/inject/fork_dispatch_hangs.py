@@ -1,7 +1,7 @@
 """Injection: `agent.fork`'s tab-and-agent dispatch never confirms (R9.5).
 
-The dispatch sleeps instead of opening the tab, and the dispatch deadline is cut to 0.2 s, so
-the fork answers `runtime_timeout` with `cleanup_deferred` and keeps the checkout.
+The dispatch waits for ever instead of opening the tab, and the dispatch deadline is cut to
+0.2 s, so the fork answers `runtime_timeout` with `cleanup_deferred` and keeps the checkout.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def install(process: str) -> None:
     from pebrel.router.handlers import fork
 
     async def dispatch(*args: Any, **kwargs: Any) -> Any:
-        await asyncio.sleep(3600)  # never confirms; cancelled when the runtime stops
+        await asyncio.Event().wait()  # never confirms; cancelled when the runtime stops
 
-    fork.dispatch = dispatch  # type: ignore[assignment]
+    fork.dispatch = dispatch
     fork.DISPATCH_TIMEOUT_S = DEADLINE_S

@@ -16,6 +16,7 @@ from pebrel.router import sizing
 from pebrel.router.handlers import pane_io
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
+from tests.conftest import wait_for_async
 from tests.unit.router_stub import one_pane_runtime
 
 pytestmark = pytest.mark.timeout(30)
@@ -23,6 +24,11 @@ pytestmark = pytest.mark.timeout(30)
 
 def _runtime(tmp_path: Path, sent: list[m.Message]) -> tuple[Runtime, Pane]:
     return one_pane_runtime(tmp_path, sent.append, integrated=False)
+
+
+def _asked(sent: list[m.Message]) -> bool:
+    """The last message to the worker asks it for a read (the read's task is waiting)."""
+    return bool(sent) and isinstance(sent[-1], m.ReadScreen)
 
 
 def _answer(request: m.Message, lines: list[str], reports: int) -> m.ScreenRead:
@@ -53,7 +59,7 @@ def test_a_change_reported_after_the_answer_is_not_overwritten_by_it(tmp_path: P
         sent: list[m.Message] = []
         rt, _ = _runtime(tmp_path, sent)
         read = asyncio.ensure_future(pane_io.read(rt, {"pane_id": 1, "lines": 24}))
-        await asyncio.sleep(0)
+        await wait_for_async(lambda: _asked(sent), 5, "the read asked of the worker")
         # One drain of the router's socket: the answer, then the worker's next report.
         rt.on_worker_message(_answer(sent[-1], ["$ make", "building"], reports=0))
         rt.on_worker_message(_update(["$ make", "building", "DONE", "$"], reports=1))
@@ -71,7 +77,7 @@ def test_a_change_reported_before_the_answer_leaves_it_kept(tmp_path: Path) -> N
         sent: list[m.Message] = []
         rt, pane = _runtime(tmp_path, sent)
         read = asyncio.ensure_future(pane_io.read(rt, {"pane_id": 1, "lines": 5}))
-        await asyncio.sleep(0)
+        await wait_for_async(lambda: _asked(sent), 5, "the read asked of the worker")
         rt.on_worker_message(_update(["old watched read"], reports=1))  # flushed first
         rt.on_worker_message(_answer(sent[-1], ["newest"], reports=1))
         first = await read
@@ -85,7 +91,7 @@ def test_a_resize_drops_the_kept_reads_of_the_panes_it_resizes(tmp_path: Path) -
         sent: list[m.Message] = []
         rt, pane = _runtime(tmp_path, sent)
         read = asyncio.ensure_future(pane_io.read(rt, {"pane_id": 1, "lines": 24}))
-        await asyncio.sleep(0)
+        await wait_for_async(lambda: _asked(sent), 5, "the read asked of the worker")
         rt.on_worker_message(_answer(sent[-1], ["80 columns"], reports=0))
         assert (await read).reusable
         window = rt.state.windows[1]
@@ -95,8 +101,8 @@ def test_a_resize_drops_the_kept_reads_of_the_panes_it_resizes(tmp_path: Path) -
         assert pane.reads == {}
         assert isinstance(sent[-1], m.ResizePty)
         read = asyncio.ensure_future(pane_io.read(rt, {"pane_id": 1, "lines": 24}))
-        await asyncio.sleep(0)
-        assert isinstance(sent[-1], m.ReadScreen)  # asks the worker, after the resize
+        # asks the worker, after the resize
+        await wait_for_async(lambda: _asked(sent), 5, "the read asked of the worker")
         rt.on_worker_message(_answer(sent[-1], ["100 columns"], reports=0))
         assert b"100 columns" in (await read).json
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -19,6 +19,8 @@ from pebrel.router.handlers import pane_io
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
 from pebrel.workers.promptwrites import PromptWrites
+from pebrel.workers.writes import PtyWriter
+from tests.conftest import wait_for_async
 from tests.unit.router_stub import one_pane_runtime
 
 pytestmark = pytest.mark.timeout(30)
@@ -33,8 +35,11 @@ class _Writer:
 
 
 def _prompt_writes(sends_b: bool = True) -> tuple[PromptWrites, _Writer, list[m.Message]]:
-    writer, sent = _Writer(), []
-    return PromptWrites(writer, sent.append, sends_b), writer, sent  # type: ignore[arg-type]
+    writer = _Writer()
+    sent: list[m.Message] = []
+    # PromptWrites calls only PtyWriter.queue, which _Writer records instead of writing.
+    writes = PromptWrites(cast(PtyWriter, writer), sent.append, sends_b)
+    return writes, writer, sent
 
 
 def _output(writes: PromptWrites, *marks: str) -> None:
@@ -141,6 +146,17 @@ def _runtime(tmp_path: Path, sent: list[m.Message]) -> tuple[Runtime, Pane]:
     return one_pane_runtime(tmp_path, sent.append, integrated=True)
 
 
+async def _armed(sent: list[m.Message]) -> m.WriteAtPrompt:
+    """The run's line, once the router has armed it in the worker."""
+    armed = await wait_for_async(
+        lambda: sent and isinstance(sent[-1], m.WriteAtPrompt) and sent[-1],
+        5,
+        "the line armed in the worker",
+    )
+    assert isinstance(armed, m.WriteAtPrompt)
+    return armed
+
+
 def _mark(mark: str, code: int | None = None) -> m.ShellMarked:
     return m.ShellMarked(window_id=1, pane_id=1, mark=mark, exit_code=code, row=0)
 
@@ -153,9 +169,8 @@ def test_the_edge_is_set_before_the_command_marks_handled_in_the_same_drain(
         rt, pane = _runtime(tmp_path, sent)
         seq_before = pane.tracker.seq
         run = asyncio.ensure_future(pane_io.run(rt, {"pane_id": 1, "command": "true"}))
-        await asyncio.sleep(0)
-        armed = sent[-1]
-        assert isinstance(armed, m.WriteAtPrompt) and armed.data == b"true\r"
+        armed = await _armed(sent)
+        assert armed.data == b"true\r"
         assert pane.writing  # the input lock holds while the line waits for its prompt
         # One drain of the router's socket: the prompt, the write's answer, the command.
         rt.on_worker_message(_mark("A"))
@@ -182,9 +197,7 @@ def test_without_wait_the_baseline_is_the_edge_the_write_set(tmp_path: Path) -> 
         run = asyncio.ensure_future(
             pane_io.run(rt, {"pane_id": 1, "command": "sleep 1", "wait": False})
         )
-        await asyncio.sleep(0)
-        armed = sent[-1]
-        assert isinstance(armed, m.WriteAtPrompt)
+        armed = await _armed(sent)
         rt.on_worker_message(_mark("B"))
         rt.on_worker_message(
             m.InputWritten(request_id=armed.request_id, written=len(armed.data), error=None)
@@ -204,11 +217,10 @@ async def _past_its_deadline(
     run = asyncio.ensure_future(
         pane_io.run(rt, {"pane_id": 1, "command": "true", "timeout_ms": 50})
     )
-    await asyncio.sleep(0)
-    armed = sent[-1]
-    assert isinstance(armed, m.WriteAtPrompt)
-    while not isinstance(sent[-1], m.CancelAtPrompt):
-        await asyncio.sleep(0.01)  # the deadline's timer runs on this loop
+    armed = await _armed(sent)
+    await wait_for_async(  # the deadline's timer runs on this loop
+        lambda: isinstance(sent[-1], m.CancelAtPrompt), 5, "the cancel at the deadline"
+    )
     assert sent[-1] == m.CancelAtPrompt(request_id=armed.request_id)
     return run, armed
 
@@ -262,9 +274,7 @@ def test_a_command_that_starts_before_the_line_is_typed_is_not_taken_for_it(
         rt.on_worker_message(_mark("A"))
         rt.on_worker_message(_mark("B"))
         run = asyncio.ensure_future(pane_io.run(rt, {"pane_id": 1, "command": "true"}))
-        await asyncio.sleep(0)
-        armed = sent[-1]
-        assert isinstance(armed, m.WriteAtPrompt)
+        armed = await _armed(sent)
         for mark, code in (("C", None), ("D", 7), ("A", None), ("B", None)):
             rt.on_worker_message(_mark(mark, code))  # the other command, then a prompt
         rt.on_worker_message(
@@ -306,11 +316,11 @@ def test_the_input_is_held_while_a_new_panes_worker_connects(tmp_path: Path) -> 
         started = link.started
         link.started = asyncio.get_running_loop().create_future()  # connecting
         run = asyncio.ensure_future(pane_io.run(rt, {"pane_id": 1, "command": "true"}))
-        await asyncio.sleep(0)
-        assert pane.writing and sent == []
+        await wait_for_async(lambda: pane.writing, 5, "the input held for the run")
+        assert sent == []
         link.started.set_result(started.result())  # connected
-        await asyncio.sleep(0.01)
-        assert isinstance(sent[-1], m.WriteAtPrompt) and pane.writing
+        await _armed(sent)
+        assert pane.writing
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run

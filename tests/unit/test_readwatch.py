@@ -14,10 +14,22 @@ from pebrel import messages as m
 from pebrel.workers import readwatch
 from pebrel.workers.readwatch import ReadWatch
 from pebrel.workers.screen import ReadResult
+from tests.conftest import assert_never_async, wait_for_async
 
 pytestmark = pytest.mark.timeout(30)
 
 IDS = {"window_id": 1, "pane_id": 2}
+
+
+class _Clock:
+    """Stands in for `time` in readwatch: the watch's lapse is read from this clock, so a test
+    moves time on instead of waiting for it (only timers of the loop need real time)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
 
 
 def _watch() -> tuple[ReadWatch, list[m.Message]]:
@@ -35,8 +47,13 @@ def test_nothing_is_sent_before_a_kept_read() -> None:
         watch, sent = _watch()
         watch.changing()
         watch.changed()
-        await asyncio.sleep(0.02)
         assert sent == [] and not watch.dirty
+        await assert_never_async(
+            lambda: sent or watch.dirty,
+            0.05,
+            "nothing is kept, so nothing is armed; an update's timer would fire within the "
+            "5 ms interval",
+        )
 
     asyncio.run(main())
 
@@ -44,7 +61,10 @@ def test_nothing_is_sent_before_a_kept_read() -> None:
 def test_first_change_goes_out_at_once_then_when_the_output_pauses(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(readwatch, "PUBLISH_INTERVAL_S", 0.5)
+    # The interval and the watch are far longer than the wait below: the held change can
+    # only go out because the output paused for QUIET_S.
+    monkeypatch.setattr(readwatch, "PUBLISH_INTERVAL_S", 30.0)
+    monkeypatch.setattr(readwatch, "WATCH_S", 30.0)
     monkeypatch.setattr(readwatch, "QUIET_S", 0.01)
 
     async def main() -> None:
@@ -65,9 +85,11 @@ def test_first_change_goes_out_at_once_then_when_the_output_pauses(
         watch.changing()
         watch.changed()
         assert len(sent) == 1 and watch.dirty  # within the interval: held
-        await asyncio.sleep(0.1)  # no more output: out once it paused for QUIET_S
-        assert len(sent) == 2 and not watch.dirty
-        assert [msg.reports for msg in sent] == [1, 2]  # type: ignore[attr-defined]
+        # no more output: out once it paused for QUIET_S
+        await wait_for_async(lambda: len(sent) == 2, 10, "the held change")
+        assert not watch.dirty
+        assert all(isinstance(msg, m.ScreenUpdated) for msg in sent), sent
+        assert [msg.reports for msg in sent if isinstance(msg, m.ScreenUpdated)] == [1, 2]
         assert isinstance(sent[1], m.ScreenUpdated) and sent[1].lines[0] == "screen 2"
 
     asyncio.run(main())
@@ -89,12 +111,13 @@ def test_a_flush_before_another_message_does_not_hold_back_the_next_change() -> 
 def test_a_lapsed_watch_falls_back_to_screen_changed_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(readwatch, "WATCH_S", 0.02)
+    clock = _Clock()
+    monkeypatch.setattr(readwatch, "time", clock)
 
     async def main() -> None:
         watch, sent = _watch()
         watch.answered_read(24, 1000)
-        await asyncio.sleep(0.03)
+        clock.now += readwatch.WATCH_S + 0.01  # the watch lapsed
         watch.changing()
         watch.changed()
         watch.changing()
@@ -106,13 +129,14 @@ def test_a_lapsed_watch_falls_back_to_screen_changed_once(
 
 
 def test_renewal_keeps_the_watch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(readwatch, "WATCH_S", 0.5)
+    clock = _Clock()
+    monkeypatch.setattr(readwatch, "time", clock)
 
     async def main() -> None:
         watch, sent = _watch()
         watch.answered_read(24, 1000)
-        for _ in range(4):  # 0.8 s in all, renewed every 0.2 s
-            await asyncio.sleep(0.2)
+        for _ in range(4):  # twice the watch's length in all, renewed within it each time
+            clock.now += readwatch.WATCH_S / 2
             watch.renew()
         watch.changing()
         watch.changed()
@@ -135,7 +159,7 @@ def test_a_watch_that_lapses_while_an_update_is_pending_sends_screen_changed(
         watch.changed()
         watch.changing()
         watch.changed()  # held for the interval, past the watch's end
-        await asyncio.sleep(0.6)
+        await wait_for_async(lambda: len(sent) == 2, 10, "the held change at the interval")
         assert [type(msg) for msg in sent] == [m.ScreenUpdated, m.ScreenChanged]
         assert not watch.answered
 

@@ -16,6 +16,7 @@ import pytest
 from ptyprocess import PtyProcess
 
 from pebrel.workers.shells import ShellLaunch, launch_spec, shell_kind
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -328,18 +329,18 @@ def test_zsh_prompt_rewriting_hook_keeps_one_b(spawn: Spawner, home: Path) -> No
 def _wait_foreground(session: ShellSession, name: str) -> None:
     """Wait until ``name`` is the PTY's foreground process group (a ^C sent earlier races
     with the job's setpgid/tcsetpgrp and reaches bash instead of the command)."""
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline:
+
+    def foreground() -> bool:
         pgrp = os.tcgetpgrp(session.proc.fd)
-        if pgrp != session.proc.pid:
-            try:
-                comm = Path(f"/proc/{pgrp}/comm").read_text().strip()
-            except OSError:
-                comm = name  # no procfs: the foreground group changed, that is enough
-            if comm == name:
-                return
-        time.sleep(0.01)  # poll interval of this tcgetpgrp polling loop
-    raise AssertionError(f"{name} never became the foreground process group")
+        if pgrp == session.proc.pid:
+            return False
+        try:
+            comm = Path(f"/proc/{pgrp}/comm").read_text().strip()
+        except OSError:
+            comm = name  # no procfs: the foreground group changed, that is enough
+        return comm == name
+
+    wait_for(foreground, DEADLINE, f"{name} as the foreground process group", interval_s=0.01)
 
 
 def test_bash_ctrl_c_gives_130(spawn: Spawner) -> None:

@@ -13,13 +13,14 @@ import pytest
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
-from pebrel.router import layout
+from pebrel.router import layout, sizing
 from pebrel.router.handlers import layout_ops
 from pebrel.router.handlers import pane as pane_handlers
 from pebrel.router.links import WorkerLink, WorkerProcess
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane, Window, new_tab
 from pebrel.settings import load_settings
+from tests.conftest import wait_for_async
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -28,14 +29,12 @@ Sent = list[tuple[bytes, m.Message]]
 
 def _runtime(tmp_path: Path, sent: Sent, zoomed: bool) -> Runtime:
     """Window 1: panes 1 and 2 side by side in a 80x24 tab (pane 1 zoomed if asked)."""
-    rt = Runtime(
-        tmp_path,
-        load_settings(tmp_path),
-        "ipc://unused",
-        lambda identity, msg: sent.append((identity, msg)) or True,
-        {},
-        "/",
-    )
+
+    def send(identity: bytes, msg: m.Message) -> bool:
+        sent.append((identity, msg))
+        return True
+
+    rt = Runtime(tmp_path, load_settings(tmp_path), "ipc://unused", send, {}, "/")
     window = Window(1)
     tab = new_tab(1, 80, 24)
     tab.root = layout.split_leaf(tab.root, 1, 2, "right")
@@ -97,8 +96,9 @@ def test_a_zoom_while_the_new_shell_starts_leaves_every_worker_at_its_pane_size(
         release = asyncio.Event()
         monkeypatch.setattr(pane_handlers, "spawn_pane", _held_spawn(release))
         split = asyncio.ensure_future(pane_handlers.split(rt, {"pane_id": 1, "direction": "down"}))
-        await asyncio.sleep(0)
-        assert _told(sent, b"w1", initial) != initial  # presized before the shell starts
+        await wait_for_async(  # presized before the shell starts
+            lambda: _told(sent, b"w1", initial) != initial, 5, "the split pane presized"
+        )
         assert (pane.cols, pane.rows) == initial  # the router's size changes with the split
         await layout_ops.zoom(rt, {"pane_id": 1, "zoomed": not zoomed_before})  # another client
         release.set()
@@ -120,7 +120,9 @@ def test_a_split_that_fails_puts_the_split_pane_back_at_its_size(
         release = asyncio.Event()
         monkeypatch.setattr(pane_handlers, "spawn_pane", _held_spawn(release, fail=True))
         split = asyncio.ensure_future(pane_handlers.split(rt, {"pane_id": 1, "direction": "down"}))
-        await asyncio.sleep(0)
+        await wait_for_async(
+            lambda: _told(sent, b"w1", initial) != initial, 5, "the split pane presized"
+        )
         assert _told(sent, b"w1", initial) == (initial[0], initial[1] // 2)
         release.set()
         with pytest.raises(PebrelError):
@@ -137,8 +139,8 @@ def test_a_worker_is_told_a_size_once(tmp_path: Path) -> None:
         window = rt.state.windows[1]
         tab = window.tabs[0]
         tab.cols, tab.rows = 100, 30
-        layout_ops.sizing.resize_tab(rt, window, tab)
-        layout_ops.sizing.resize_tab(rt, window, tab)
+        sizing.resize_tab(rt, window, tab)
+        sizing.resize_tab(rt, window, tab)
         resizes = [(i, (msg.cols, msg.rows)) for i, msg in sent if isinstance(msg, m.ResizePty)]
         assert resizes == [(b"w1", (50, 30)), (b"w2", (50, 30))]
 

@@ -29,6 +29,7 @@ from pebrel.workers.osc import OscEvent, OscScanner
 from pebrel.workers.program_status import ProgramReport, ProgramStatusParser
 from pebrel.workers.screen import PaneScreen
 from pebrel.workers.screenwatch import ScreenRuleWatch
+from tests.conftest import assert_never_async, poll_until_async, wait_for, wait_for_async
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -97,50 +98,53 @@ def test_screen_rules_are_coalesced_and_reported_on_change() -> None:
         screen.feed(b"Do you want to proceed?\r\n")
         for _ in range(50):  # many chunks before any agent: nothing is evaluated
             watch.screen_changed()
-        await asyncio.sleep(0.1)  # negative window: two debounce periods, no evaluation may run
-        assert (reads, reports) == (0, [])
+        await assert_never_async(
+            lambda: reads or reports,
+            0.1,
+            "no agent: an evaluation the chunks armed would run within two 0.05 s debounces",
+        )
         watch.set_kind("claude")
         for _ in range(50):
             watch.screen_changed()
-        await asyncio.sleep(
-            0.1
-        )  # deterministic: the 0.05 s debounce timer fires first on this loop
-        assert reads == 1
+        await wait_for_async(lambda: reads, 10, "the first evaluation")
+        await assert_never_async(
+            lambda: reads > 1,
+            0.1,
+            "the 50 chunks are one evaluation: a second would run within two debounces",
+        )
         assert reports == [("claude.proceed", "attention")]
         screen.feed(b"\x1b[2J\x1b[H> \r\n")
         for _ in range(20):
             watch.screen_changed()
-        await asyncio.sleep(
-            0.1
-        )  # deterministic: the 0.05 s debounce timer fires first on this loop
-        assert reports[-1] == (None, None) and reads == 2
+        await wait_for_async(lambda: reads >= 2, 10, "the evaluation of the cleared screen")
+        proceed, cleared = ("claude.proceed", "attention"), (None, None)
+        assert reports == [proceed, cleared] and reads == 2
         screen.feed(b"(esc to interrupt)")
         watch.screen_changed()
-        await asyncio.sleep(
-            0.1
-        )  # deterministic: the 0.05 s debounce timer fires first on this loop
-        assert reports[-1] == ("claude.working", "running")
+        await wait_for_async(lambda: reads >= 3, 10, "the evaluation of the working line")
+        working = ("claude.working", "running")
+        assert reports == [proceed, cleared, working]
         watch.set_kind(None)  # the agent left: the match goes with it, at once
-        assert reports[-1] == (None, None)
+        assert reports == [proceed, cleared, working, cleared]
         watch.screen_changed()
-        await asyncio.sleep(
-            0.1
-        )  # deterministic: the 0.05 s debounce timer fires first on this loop
+        await assert_never_async(
+            lambda: reads > 3 or len(reports) > 4,
+            0.1,
+            "no agent: a change arms no evaluation; one would run within two debounces",
+        )
         assert reads == 3 and len(reports) == 4
         watch.close()
 
     asyncio.run(main())
 
 
-def wait_for(tracker: ForegroundTracker, pgid: int, kind: str | None, program: str) -> None:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
+def wait_foreground(tracker: ForegroundTracker, pgid: int, kind: str | None, program: str) -> None:
+    def seen() -> bool:
         tracker.update(pgid, time.monotonic())
         current = tracker.current
-        if (current.agent_kind, current.program) == (kind, program):
-            return
-        time.sleep(0.05)  # poll interval of this tracker polling loop
-    raise AssertionError(f"foreground stayed {tracker.current}")
+        return (current.agent_kind, current.program) == (kind, program)
+
+    wait_for(seen, 5, f"{program} ({kind}) in the foreground", interval_s=0.05)
 
 
 def write_script(directory: Path, name: str, body: str) -> Path:
@@ -171,7 +175,7 @@ def test_tracker_on_real_processes(
     proc = subprocess.Popen([a.format(bin=tmp_path) for a in argv], process_group=0)
     try:
         tracker = ForegroundTracker(os.getpid())
-        wait_for(tracker, proc.pid, kind, program)
+        wait_foreground(tracker, proc.pid, kind, program)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -188,7 +192,7 @@ sleep 30
 """
 
 
-def test_worker_reports_agent_facts(tmp_path: Path) -> None:
+def test_worker_reports_agent_facts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     write_script(bin_dir, "claude", FAKE_CLAUDE.format(session=b64("s-1"), state=b64("prompt")))
@@ -220,17 +224,14 @@ def test_worker_reports_agent_facts(tmp_path: Path) -> None:
     )
     worker = Worker(config)
     sent: list[m.Message] = []
-    worker.send = sent.append  # type: ignore[method-assign]
+    monkeypatch.setattr(worker, "send", sent.append)
 
     def of(kind: type[m.Message]) -> list[m.Message]:
         return [msg for msg in sent if isinstance(msg, kind)]
 
     async def until(check: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + 10
-        while not check():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}: {sent}")
-            await asyncio.sleep(0.02)  # poll interval of `until`
+        if not await poll_until_async(check, 10):
+            pytest.fail(f"timed out waiting for {what}: {sent}")
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -238,8 +239,11 @@ def test_worker_reports_agent_facts(tmp_path: Path) -> None:
         poll = loop.create_task(worker._poll_foreground())
         try:
             await until(lambda: worker.screen.visible_text().endswith("$"), "the prompt")
-            await asyncio.sleep(0.3)  # negative window: an idle shell reports nothing
-            assert of(m.ForegroundChanged) == [] and of(m.ScreenMatched) == []  # idle: silent
+            await assert_never_async(  # idle: silent
+                lambda: of(m.ForegroundChanged) or of(m.ScreenMatched),
+                0.3,
+                "an idle shell reports nothing; the foreground is looked at every 50 ms",
+            )
             worker.writer.queue(1, b"claude\n")
             await until(lambda: len(of(m.ScreenMatched)) >= 1, "the approval rule")
             worker.writer.queue(2, b"y\n")
