@@ -9,59 +9,43 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
 
 import click
 
-from pebrel.cli.output import (
-    CLI_WAIT_TIMEOUT_MS,
-    EXIT_ERROR,
-    EXIT_OK,
-    call,
+from pebrel.cli import agent_params
+from pebrel.cli.options import (
+    AFTER_SEQ_HELP,
+    FROM_FILE_HELP,
+    LINES_HELP,
+    STDIN_HELP,
+    SUBMISSION_TIMEOUT_HELP,
+    after_seq_option,
     check_submit_wait,
-    emit,
+    cwd_option,
+    generation_option,
+    lines_option,
+    no_submit_option,
+    pane_option,
+    paste_source_options,
     pretty_option,
-    prune,
-    submit_then_wait,
+    read_paste_text,
+    ready_timeout_option,
+    submission_timeout_option,
+    submission_wait_option,
+    wait_state_option,
     wait_timeout_option,
-    wait_timeout_s,
     window_option,
 )
-from pebrel.cli.pane_cmd import WAIT_STATES, read_paste_text, submission_wait_option
+from pebrel.cli.output import EXIT_ERROR, EXIT_OK, call, emit, submit_then_wait
+from pebrel.model import READY_DEFAULT_TIMEOUT_MS
 
-#: agent.start's default `ready_timeout_ms` (the runtime applies the same).
-READY_DEFAULT_TIMEOUT_MS = 60_000
 agent_arg = click.argument("agent")
-generation_option = click.option(
-    "--generation",
-    type=click.IntRange(min=1),
-    help="Refuse unless the agent is still this generation (agent_exited / agent_replaced).",
+GENERATION_HELP = (
+    "Refuse unless the agent is still this generation (agent_exited / agent_replaced)."
 )
 wait_option = submission_wait_option(
     "Then wait for STATE (default settled: the turn ended) after this submission."
 )
-
-
-def deliver_then_wait(
-    method: str,
-    params: dict[str, Any],
-    state: str | None,
-    timeout_ms: int | None,
-    pretty: bool,
-) -> NoReturn:
-    """agent.prompt or agent.paste; with a state, agent.wait on that generation from its seq.
-
-    The wait envelope is printed; its result carries `last_message`, the final message a stop
-    hook supplied.
-    """
-
-    def generation_of(result: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "agent": result.get("agent_id") or params["agent"],
-            "generation": result["generation"],
-        }
-
-    submit_then_wait(method, params, state, timeout_ms, pretty, "agent.wait", generation_of)
 
 
 @click.group()
@@ -74,25 +58,18 @@ def agent() -> None:
 @pretty_option
 def list_agents(window_id: int | None, pretty: bool) -> None:
     """Panes where a known AI CLI runs, with identity, state and evidence source."""
-    call("agents.list", prune(window_id=window_id), pretty)
+    call(agent_params.agents_list(window_id=window_id), pretty)
 
 
 @agent.command("start")
 @click.argument("name")
 @click.option("--kind", required=True, help="claude, codex, opencode, cursor, pi, omp or kimi.")
 @window_option
-@click.option(
-    "--pane",
-    "pane_id",
-    type=click.IntRange(min=1),
-    help="Start in this idle pane (default: new tab).",
-)
-@click.option("--cwd", help="Working directory of the agent (default: the new tab's).")
+@pane_option(help="Start in this idle pane (default: new tab).")
+@cwd_option("Working directory of the agent (default: the new tab's).")
 @click.option("--resume", "resume_session_id", help="Resume this provider session id.")
-@click.option(
-    "--ready-timeout-ms",
-    type=click.IntRange(1, 3_600_000),
-    help="Fail with agent_ready_timeout after this (default 60000).",
+@ready_timeout_option(
+    f"Fail with agent_ready_timeout after this (default {READY_DEFAULT_TIMEOUT_MS})."
 )
 @pretty_option
 def start(
@@ -106,25 +83,25 @@ def start(
     pretty: bool,
 ) -> None:
     """Start a named agent NAME of --kind and wait until it is ready."""
-    params = prune(
+    req = agent_params.agent_start(
         name=name,
         kind=kind,
         window_id=window_id,
         pane_id=pane_id,
-        cwd=os.path.abspath(cwd) if cwd is not None else None,
+        cwd=cwd,
         resume_session_id=resume_session_id,
         ready_timeout_ms=ready_timeout_ms,
     )
-    call("agent.start", params, pretty, wait_timeout_s(ready_timeout_ms, READY_DEFAULT_TIMEOUT_MS))
+    call(req, pretty)
 
 
 @agent.command("send")
 @agent_arg
 @click.argument("text")
-@generation_option
-@click.option("--no-submit", is_flag=True, help="Type the text without pressing Enter.")
+@generation_option(help=GENERATION_HELP)
+@no_submit_option("Type the text without pressing Enter.")
 @wait_option
-@wait_timeout_option
+@submission_timeout_option(SUBMISSION_TIMEOUT_HELP)
 @pretty_option
 def send(
     agent: str,
@@ -137,21 +114,20 @@ def send(
 ) -> None:
     """Type one prompt line to AGENT; with --wait, return when that turn ends."""
     check_submit_wait(no_submit, wait_state)
-    params = prune(agent=agent, generation=generation, text=text, submit=not no_submit)
-    deliver_then_wait("agent.prompt", params, wait_state, timeout_ms, pretty)
+    req = agent_params.agent_prompt(
+        agent=agent, generation=generation, text=text, submit=not no_submit
+    )
+    submit_then_wait(req, wait_state, timeout_ms, pretty, agent_params.agent_wait_after)
 
 
 @agent.command("paste")
 @agent_arg
 @click.argument("text", required=False)
-@click.option("--stdin", "from_stdin", is_flag=True, help="Paste what stdin holds.")
-@click.option(
-    "--from-file", type=click.Path(dir_okay=False), help="Paste this file's text (read by the CLI)."
-)
-@generation_option
-@click.option("--no-submit", is_flag=True, help="Paste without pressing Enter afterwards.")
+@paste_source_options(STDIN_HELP, FROM_FILE_HELP)
+@generation_option(help=GENERATION_HELP)
+@no_submit_option("Paste without pressing Enter afterwards.")
 @wait_option
-@wait_timeout_option
+@submission_timeout_option(SUBMISSION_TIMEOUT_HELP)
 @pretty_option
 def paste(
     agent: str,
@@ -167,24 +143,26 @@ def paste(
     """Bracketed paste of multi-line text to AGENT; with --wait, return when that turn ends."""
     check_submit_wait(no_submit, wait_state)
     data = read_paste_text(text, from_stdin, from_file)
-    params = prune(agent=agent, generation=generation, text=data, submit=not no_submit)
-    deliver_then_wait("agent.paste", params, wait_state, timeout_ms, pretty)
+    req = agent_params.agent_paste(
+        agent=agent, generation=generation, text=data, submit=not no_submit
+    )
+    submit_then_wait(req, wait_state, timeout_ms, pretty, agent_params.agent_wait_after)
 
 
 @agent.command("read")
 @agent_arg
-@generation_option
-@click.option("--lines", type=click.IntRange(1, 2000), help="Logical lines (default 120).")
+@generation_option(help=GENERATION_HELP)
+@lines_option(LINES_HELP)
 @pretty_option
 def read(agent: str, generation: int | None, lines: int | None, pretty: bool) -> None:
     """The last lines of AGENT's pane."""
-    call("agent.read", prune(agent=agent, generation=generation, lines=lines), pretty)
+    call(agent_params.agent_read(agent=agent, generation=generation, lines=lines), pretty)
 
 
 @agent.command("delegate")
 @agent_arg
 @click.argument("text")
-@generation_option
+@generation_option(help=GENERATION_HELP)
 @pretty_option
 def delegate(agent: str, text: str, generation: int | None, pretty: bool) -> None:
     """Give AGENT a task; its final message comes back to the calling agent by itself.
@@ -199,33 +177,31 @@ def delegate(agent: str, text: str, generation: int | None, pretty: bool) -> Non
             "agent delegate must run inside an agent's Pebrel pane "
             "(PEBREL_WINDOW_ID and PEBREL_PANE_ID are not set)"
         )
-    params = prune(
+    req = agent_params.agent_delegate(
         agent=agent,
         generation=generation,
         text=text,
         origin_window_id=int(window),
         origin_pane_id=int(pane),
     )
-    call("agent.delegate", params, pretty)
+    call(req, pretty)
 
 
 @agent.command("get")
 @agent_arg
-@generation_option
+@generation_option(help=GENERATION_HELP)
 @pretty_option
 def get(agent: str, generation: int | None, pretty: bool) -> None:
     """AGENT's id, generation, pane, state and last message."""
-    call("agent.get", prune(agent=agent, generation=generation), pretty)
+    call(agent_params.agent_get(agent=agent, generation=generation), pretty)
 
 
 @agent.command("wait")
 @agent_arg
-@click.option("--generation", type=click.IntRange(min=1), required=True)
-@click.option("--state", type=WAIT_STATES, default="settled", show_default=True)
-@click.option("--after-seq", type=click.IntRange(min=1), help="Count only later transitions.")
-@click.option(
-    "--timeout-ms", type=click.IntRange(min=0), default=CLI_WAIT_TIMEOUT_MS, show_default=True
-)
+@generation_option(required=True)
+@wait_state_option
+@after_seq_option(AFTER_SEQ_HELP)
+@wait_timeout_option
 @pretty_option
 def wait(
     agent: str,
@@ -236,10 +212,10 @@ def wait(
     pretty: bool,
 ) -> None:
     """Wait until this generation of AGENT reaches a state."""
-    params = prune(
+    req = agent_params.agent_wait(
         agent=agent, generation=generation, state=state, after_seq=after_seq, timeout_ms=timeout_ms
     )
-    call("agent.wait", params, pretty, wait_timeout_s(timeout_ms, CLI_WAIT_TIMEOUT_MS))
+    call(req, pretty)
 
 
 @agent.group("hooks")

@@ -1,21 +1,29 @@
-"""`pebrel ctl agents|agent-get|agent-prompt|agent-wait|agent-read`: agent methods (R8.3)."""
+"""`pebrel ctl agents|agent-get|agent-prompt|agent-wait|agent-read`: agent methods (R8.3).
+
+Each verb calls the same builder (`pebrel.cli.agent_params`) as its `pebrel agent` verb.
+"""
 
 from __future__ import annotations
 
 import click
 
-from pebrel.cli.agent_cmd import deliver_then_wait
-from pebrel.cli.output import (
-    CLI_WAIT_TIMEOUT_MS,
-    call,
+from pebrel.cli import agent_params, params
+from pebrel.cli.options import (
+    SUBMISSION_TIMEOUT_HELP,
+    WAIT_STATES,
+    after_seq_option,
     check_submit_wait,
+    generation_option,
+    lines_option,
+    no_submit_option,
     pretty_option,
-    prune,
+    ready_timeout_option,
+    submission_timeout_option,
     wait_timeout_option,
-    wait_timeout_s,
     window_option,
 )
-from pebrel.cli.pane_cmd import WAIT_STATES
+from pebrel.cli.output import call, submit_then_wait
+from pebrel.model import ORCHESTRATE_DEFAULT_TIMEOUT_MS, ORCHESTRATE_MAX_TIMEOUT_MS
 
 agent_option = click.option("--agent", required=True, help="Agent name or agent_id.")
 
@@ -25,25 +33,25 @@ agent_option = click.option("--agent", required=True, help="Agent name or agent_
 @pretty_option
 def agents(window_id: int | None, pretty: bool) -> None:
     """agents.list: only panes where a known AI CLI runs."""
-    call("agents.list", prune(window_id=window_id), pretty)
+    call(agent_params.agents_list(window_id=window_id), pretty)
 
 
 @click.command("agent-get")
 @agent_option
-@click.option("--generation", type=click.IntRange(min=1))
+@generation_option()
 @pretty_option
 def agent_get(agent: str, generation: int | None, pretty: bool) -> None:
     """agent.get."""
-    call("agent.get", prune(agent=agent, generation=generation), pretty)
+    call(agent_params.agent_get(agent=agent, generation=generation), pretty)
 
 
 @click.command("agent-prompt")
 @agent_option
-@click.option("--generation", type=click.IntRange(min=1), required=True)
+@generation_option(required=True)
 @click.option("--text", required=True)
-@click.option("--no-submit", is_flag=True)
+@no_submit_option()
 @click.option("--wait", "wait_state", type=WAIT_STATES, help="Then agent.wait for this state.")
-@wait_timeout_option
+@submission_timeout_option(SUBMISSION_TIMEOUT_HELP)
 @pretty_option
 def agent_prompt(
     agent: str,
@@ -56,18 +64,18 @@ def agent_prompt(
 ) -> None:
     """agent.prompt (then agent.wait from its state_change_seq with --wait)."""
     check_submit_wait(no_submit, wait_state)
-    params = prune(agent=agent, generation=generation, text=text, submit=not no_submit)
-    deliver_then_wait("agent.prompt", params, wait_state, timeout_ms, pretty)
+    req = agent_params.agent_prompt(
+        agent=agent, generation=generation, text=text, submit=not no_submit
+    )
+    submit_then_wait(req, wait_state, timeout_ms, pretty, agent_params.agent_wait_after)
 
 
 @click.command("agent-wait")
 @agent_option
-@click.option("--generation", type=click.IntRange(min=1), required=True)
+@generation_option(required=True)
 @click.option("--state", type=WAIT_STATES, required=True)
-@click.option(
-    "--timeout-ms", type=click.IntRange(min=0), default=CLI_WAIT_TIMEOUT_MS, show_default=True
-)
-@click.option("--after-seq", type=click.IntRange(min=1))
+@wait_timeout_option
+@after_seq_option()
 @pretty_option
 def agent_wait(
     agent: str,
@@ -78,20 +86,20 @@ def agent_wait(
     pretty: bool,
 ) -> None:
     """agent.wait."""
-    params = prune(
-        agent=agent, generation=generation, state=state, timeout_ms=timeout_ms, after_seq=after_seq
+    req = agent_params.agent_wait(
+        agent=agent, generation=generation, state=state, after_seq=after_seq, timeout_ms=timeout_ms
     )
-    call("agent.wait", params, pretty, wait_timeout_s(timeout_ms, CLI_WAIT_TIMEOUT_MS))
+    call(req, pretty)
 
 
 @click.command("agent-read")
 @agent_option
-@click.option("--generation", type=click.IntRange(min=1), required=True)
-@click.option("--lines", type=click.IntRange(1, 2000))
+@generation_option(required=True)
+@lines_option()
 @pretty_option
 def agent_read(agent: str, generation: int, lines: int | None, pretty: bool) -> None:
     """agent.read."""
-    call("agent.read", prune(agent=agent, generation=generation, lines=lines), pretty)
+    call(agent_params.agent_read(agent=agent, generation=generation, lines=lines), pretty)
 
 
 @click.command("agent-fork")
@@ -104,7 +112,7 @@ def agent_read(agent: str, generation: int, lines: int | None, pretty: bool) -> 
 @click.option("--base", help="Commit-ish to branch from (default: HEAD of the source).")
 @click.option("--path", type=click.Path(), help="Default: <repo>-worktrees/<agent-slug>.")
 @click.option("--allow-dirty-source", is_flag=True)
-@click.option("--ready-timeout-ms", type=click.IntRange(1, 3_600_000))
+@ready_timeout_option()
 @pretty_option
 def agent_fork(
     window_id: int | None,
@@ -120,28 +128,24 @@ def agent_fork(
     pretty: bool,
 ) -> None:
     """agent.fork (R9.5): a named agent in a new branch + git worktree, in a new tab."""
-    import os
-
     if (source_pane_id is None) == (source_cwd is None):
         raise click.UsageError("pass exactly one of --source-pane and --source-cwd")
-    params = prune(
-        window_id=window_id,
-        source_pane_id=source_pane_id,
-        source_cwd=os.path.abspath(source_cwd) if source_cwd is not None else None,
+    req = agent_params.agent_fork(
         name=name,
         kind=kind,
+        window_id=window_id,
+        source_pane_id=source_pane_id,
+        source_cwd=source_cwd,
         branch=branch,
         base=base,
-        path=os.path.abspath(path) if path is not None else None,
-        allow_dirty_source=allow_dirty_source or None,
+        path=path,
+        allow_dirty_source=allow_dirty_source,
         ready_timeout_ms=ready_timeout_ms,
     )
-    call("agent.fork", params, pretty, wait_timeout_s(ready_timeout_ms, 60_000) + 60)
+    call(req, pretty)
 
 
 # ---- runtime.orchestrate (R10) ---------------------------------------------------------------
-
-ORCHESTRATE_TIMEOUT_MS = 300_000
 
 
 def read_workflow(path: str) -> dict[str, object]:
@@ -172,15 +176,13 @@ def read_workflow(path: str) -> dict[str, object]:
 )
 @click.option(
     "--timeout-ms",
-    type=click.IntRange(1, 3_600_000),
-    help=f"Deadline of the whole workflow (default: the file's, else {ORCHESTRATE_TIMEOUT_MS}).",
+    type=click.IntRange(1, ORCHESTRATE_MAX_TIMEOUT_MS),
+    help=(
+        "Deadline of the whole workflow "
+        f"(default: the file's, else {ORCHESTRATE_DEFAULT_TIMEOUT_MS})."
+    ),
 )
 @pretty_option
 def orchestrate(path: str, timeout_ms: int | None, pretty: bool) -> None:
     """runtime.orchestrate: run a workflow of typed steps; prints the receipt."""
-    params = read_workflow(path)
-    if timeout_ms is not None:
-        params["timeout_ms"] = timeout_ms
-    given = params.get("timeout_ms")
-    effective = given if isinstance(given, int) else ORCHESTRATE_TIMEOUT_MS
-    call("runtime.orchestrate", params, pretty, wait_timeout_s(effective, ORCHESTRATE_TIMEOUT_MS))
+    call(params.runtime_orchestrate(read_workflow(path), timeout_ms), pretty)

@@ -1,32 +1,42 @@
-"""`pebrel ctl ...`: the full protocol, one command per method (R8.3)."""
+"""`pebrel ctl ...`: the full protocol, one command per method (R8.3).
+
+Each verb calls the same params builder (`pebrel.cli.params`) as the resource verb over its
+method, with the same options; ctl verbs name every target by option (`--window`, `--pane`).
+"""
 
 from __future__ import annotations
 
 import click
 
+from pebrel.cli import params
 from pebrel.cli.lazygroup import LazyGroup
-from pebrel.cli.output import (
-    CLI_WAIT_TIMEOUT_MS,
-    call,
+from pebrel.cli.options import (
+    KEY_HELP,
+    after_seq_option,
     check_submit_wait,
+    cwd_option,
+    direction_option,
+    exec_argv,
+    exit_code_option,
+    lines_option,
+    max_output_option,
+    modifier_options,
+    no_submit_option,
+    no_wait_option,
+    pane_option,
+    paste_source_options,
     pretty_option,
-    prompt_then_wait,
-    prune,
+    read_paste_text,
+    shell_option,
     size_options,
-    wait_timeout_s,
+    submission_timeout_option,
+    submission_wait_option,
+    timeout_option,
+    wait_state_option,
+    wait_timeout_option,
     window_option,
 )
-from pebrel.cli.pane_cmd import (
-    KEY_HELP,
-    WAIT_STATES,
-    key_params,
-    modifier_options,
-    read_paste_text,
-    submission_wait_option,
-)
-
-pane_option = click.option("--pane", "pane_id", type=click.IntRange(min=1), required=True)
-
+from pebrel.cli.output import call, exec_call, submit_then_wait
 
 #: ctl commands that live in other modules ("module:attribute").
 LAZY_COMMANDS = {
@@ -50,32 +60,32 @@ def ctl() -> None:
 @pretty_option
 def describe(pretty: bool) -> None:
     """runtime.describe: versions, capabilities, features, env contract."""
-    call("runtime.describe", {}, pretty)
+    call(params.runtime_describe(), pretty)
 
 
 @ctl.command("snapshot")
 @pretty_option
 def snapshot(pretty: bool) -> None:
     """runtime.snapshot: windows, tabs, panes, task states, revision."""
-    call("runtime.snapshot", {}, pretty)
+    call(params.runtime_snapshot(), pretty)
 
 
 @ctl.command("read")
 @window_option
-@pane_option
-@click.option("--lines", type=click.IntRange(1, 2000))
+@pane_option(required=True)
+@lines_option()
 @pretty_option
 def read(window_id: int | None, pane_id: int, lines: int | None, pretty: bool) -> None:
     """pane.read."""
-    call("pane.read", prune(window_id=window_id, pane_id=pane_id, lines=lines), pretty)
+    call(params.pane_read(window_id=window_id, pane_id=pane_id, lines=lines), pretty)
 
 
 @ctl.command("run")
 @window_option
-@pane_option
+@pane_option(required=True)
 @click.option("--command", "command", required=True)
-@click.option("--no-wait", is_flag=True)
-@click.option("--timeout-ms", type=click.IntRange(min=1))
+@no_wait_option()
+@timeout_option()
 @pretty_option
 def run(
     window_id: int | None,
@@ -86,31 +96,31 @@ def run(
     pretty: bool,
 ) -> None:
     """pane.run: real exit code from OSC 133."""
-    params = prune(
+    req = params.pane_run(
         window_id=window_id,
         pane_id=pane_id,
         command=command,
-        wait=False if no_wait else None,
+        wait=not no_wait,
         timeout_ms=timeout_ms,
     )
-    call("pane.run", params, pretty, wait_timeout_s(timeout_ms, 600_000))
+    call(req, pretty)
 
 
 @ctl.command("focus")
 @window_option
-@click.option("--pane", "pane_id", type=click.IntRange(min=1))
+@pane_option()
 @pretty_option
 def focus(window_id: int | None, pane_id: int | None, pretty: bool) -> None:
     """window.focus: a window, or a pane."""
     if window_id is None and pane_id is None:
         raise click.UsageError("give --window, --pane or both")
-    call("window.focus", prune(window_id=window_id, pane_id=pane_id), pretty)
+    call(params.window_focus(window_id=window_id, pane_id=pane_id), pretty)
 
 
 @ctl.command("new-tab")
 @window_option
-@click.option("--cwd")
-@click.option("--shell")
+@cwd_option()
+@shell_option()
 @size_options
 @pretty_option
 def new_tab(
@@ -122,19 +132,16 @@ def new_tab(
     pretty: bool,
 ) -> None:
     """tab.new."""
-    call("tab.new", prune(window_id=window_id, cwd=cwd, shell=shell, cols=cols, rows=rows), pretty)
+    req = params.tab_new(window_id=window_id, cwd=cwd, shell=shell, cols=cols, rows=rows)
+    call(req, pretty)
 
 
 @ctl.command("split")
 @window_option
-@click.option("--pane", "pane_id", type=click.IntRange(min=1))
-@click.option(
-    "--direction",
-    type=click.Choice(["right", "down", "left_right", "top_bottom"]),
-    required=True,
-)
-@click.option("--cwd")
-@click.option("--shell")
+@pane_option()
+@direction_option(required=True)
+@cwd_option()
+@shell_option()
 @pretty_option
 def split(
     window_id: int | None,
@@ -145,17 +152,19 @@ def split(
     pretty: bool,
 ) -> None:
     """pane.split (the focused pane unless --pane)."""
-    params = prune(window_id=window_id, pane_id=pane_id, direction=direction, cwd=cwd, shell=shell)
-    call("pane.split", params, pretty)
+    req = params.pane_split(
+        window_id=window_id, pane_id=pane_id, direction=direction, cwd=cwd, shell=shell
+    )
+    call(req, pretty)
 
 
 @ctl.command("prompt")
 @window_option
-@pane_option
+@pane_option(required=True)
 @click.option("--text", required=True)
-@click.option("--no-submit", is_flag=True)
+@no_submit_option()
 @submission_wait_option()
-@click.option("--timeout-ms", type=click.IntRange(min=0))
+@submission_timeout_option()
 @pretty_option
 def prompt(
     window_id: int | None,
@@ -168,18 +177,16 @@ def prompt(
 ) -> None:
     """pane.prompt (then pane.wait from the post-submit baseline with --wait)."""
     check_submit_wait(no_submit, wait_state)
-    params = prune(window_id=window_id, pane_id=pane_id, text=text, submit=not no_submit)
-    prompt_then_wait(params, wait_state, timeout_ms, pretty)
+    req = params.pane_prompt(window_id=window_id, pane_id=pane_id, text=text, submit=not no_submit)
+    submit_then_wait(req, wait_state, timeout_ms, pretty, params.pane_wait_after)
 
 
 @ctl.command("wait")
 @window_option
-@pane_option
-@click.option("--state", type=WAIT_STATES, default="settled", show_default=True)
-@click.option("--after-seq", type=click.IntRange(min=1))
-@click.option(
-    "--timeout-ms", type=click.IntRange(min=0), default=CLI_WAIT_TIMEOUT_MS, show_default=True
-)
+@pane_option(required=True)
+@wait_state_option
+@after_seq_option()
+@wait_timeout_option
 @pretty_option
 def wait(
     window_id: int | None,
@@ -190,19 +197,19 @@ def wait(
     pretty: bool,
 ) -> None:
     """pane.wait."""
-    params = prune(
+    req = params.pane_wait(
         window_id=window_id,
         pane_id=pane_id,
         state=state,
         after_seq=after_seq,
         timeout_ms=timeout_ms,
     )
-    call("pane.wait", params, pretty, wait_timeout_s(timeout_ms, CLI_WAIT_TIMEOUT_MS))
+    call(req, pretty)
 
 
 @ctl.command("send-key", epilog=KEY_HELP)
 @window_option
-@pane_option
+@pane_option(required=True)
 @click.option("--key", "key", required=True)
 @modifier_options
 @pretty_option
@@ -217,18 +224,26 @@ def send_key(
     pretty: bool,
 ) -> None:
     """pane.send_key: a named key, encoded for the terminal's current mode."""
-    call("pane.send_key", key_params(window_id, pane_id, key, control, alt, shift, repeat), pretty)
+    req = params.pane_send_key(
+        window_id=window_id,
+        pane_id=pane_id,
+        key=key,
+        control=control,
+        alt=alt,
+        shift=shift,
+        repeat=repeat,
+    )
+    call(req, pretty)
 
 
 @ctl.command("paste")
 @window_option
-@pane_option
+@pane_option(required=True)
 @click.option("--text", "text")
-@click.option("--stdin", "from_stdin", is_flag=True)
-@click.option("--from-file", type=click.Path(dir_okay=False))
-@click.option("--no-submit", is_flag=True)
+@paste_source_options()
+@no_submit_option()
 @submission_wait_option()
-@click.option("--timeout-ms", type=click.IntRange(min=0))
+@submission_timeout_option()
 @pretty_option
 def paste(
     window_id: int | None,
@@ -244,17 +259,17 @@ def paste(
     """pane.paste (exactly one of --text, --stdin, --from-file; --wait as for prompt)."""
     check_submit_wait(no_submit, wait_state)
     data = read_paste_text(text, from_stdin, from_file)
-    params = prune(window_id=window_id, pane_id=pane_id, text=data, submit=not no_submit)
-    prompt_then_wait(params, wait_state, timeout_ms, pretty, method="pane.paste")
+    req = params.pane_paste(window_id=window_id, pane_id=pane_id, text=data, submit=not no_submit)
+    submit_then_wait(req, wait_state, timeout_ms, pretty, params.pane_wait_after)
 
 
 @ctl.command("exec-pane")
 @window_option
-@pane_option
-@click.argument("argv", nargs=-1, required=True)
-@click.option("--timeout-ms", type=click.IntRange(min=1))
-@click.option("--max-output-bytes", type=click.IntRange(min=1))
-@click.option("--exit-code", is_flag=True, help="Exit with the child's status (124/128+N/125).")
+@pane_option(required=True)
+@exec_argv
+@timeout_option()
+@max_output_option()
+@exit_code_option("Exit with the child's status (124/128+N/125).")
 @pretty_option
 def exec_pane(
     window_id: int | None,
@@ -266,15 +281,20 @@ def exec_pane(
     pretty: bool,
 ) -> None:
     """pane.exec: `ctl exec-pane --window 1 --pane 2 -- ARGV...` (no shell, no TTY)."""
-    from pebrel.cli.pane_cmd import run_exec
-
-    run_exec(window_id, pane_id, argv, timeout_ms, max_output_bytes, exit_code, pretty)
+    req = params.pane_exec(
+        window_id=window_id,
+        pane_id=pane_id,
+        argv=argv,
+        timeout_ms=timeout_ms,
+        max_output_bytes=max_output_bytes,
+    )
+    exec_call(req, exit_code, pretty)
 
 
 @ctl.command("procs")
 @window_option
-@pane_option
+@pane_option(required=True)
 @pretty_option
 def procs(window_id: int | None, pane_id: int, pretty: bool) -> None:
     """pane.procs: the process tree under the pane's shell."""
-    call("pane.procs", prune(window_id=window_id, pane_id=pane_id), pretty)
+    call(params.pane_procs(window_id=window_id, pane_id=pane_id), pretty)

@@ -11,7 +11,8 @@ from typing import Any
 import click
 
 from pebrel import PROTOCOL, __version__
-from pebrel.cli.output import emit, pretty_option
+from pebrel.cli.options import pretty_option
+from pebrel.cli.output import emit
 from pebrel.client import Client, RuntimeUnavailable
 from pebrel.datadir import data_dir
 from pebrel.envelope import ok_response

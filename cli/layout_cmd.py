@@ -4,8 +4,21 @@ from __future__ import annotations
 
 import click
 
+from pebrel.cli import params
 from pebrel.cli.lazygroup import LazyGroup
-from pebrel.cli.output import call, pretty_option, prune, size_options, window_option
+from pebrel.cli.options import (
+    SHELL_HELP,
+    confirm_option,
+    cwd_option,
+    pane_option,
+    pretty_option,
+    shell_option,
+    size_options,
+    tab_index_arg,
+    window_arg,
+    window_option,
+)
+from pebrel.cli.output import call
 
 
 @click.group(
@@ -21,8 +34,8 @@ def tab() -> None:
 
 @tab.command("new")
 @window_option
-@click.option("--cwd", help="Working directory.")
-@click.option("--shell", help="Shell id: bash, zsh, fish, sh or a settings.toml profile.")
+@cwd_option("Working directory.")
+@shell_option(SHELL_HELP)
 @size_options
 @pretty_option
 def tab_new(
@@ -34,19 +47,17 @@ def tab_new(
     pretty: bool,
 ) -> None:
     """Open a tab (the size of the window's active tab unless --cols/--rows)."""
-    params = prune(window_id=window_id, cwd=cwd, shell=shell, cols=cols, rows=rows)
-    call("tab.new", params, pretty)
+    call(params.tab_new(window_id=window_id, cwd=cwd, shell=shell, cols=cols, rows=rows), pretty)
 
 
 @tab.command("close")
-@click.argument("tab_index", type=click.IntRange(min=0))
+@tab_index_arg
 @window_option
-@click.option("--confirm", is_flag=True, help="Close even if something runs in it.")
+@confirm_option
 @pretty_option
 def tab_close(tab_index: int, window_id: int | None, confirm: bool, pretty: bool) -> None:
     """Close a tab."""
-    params = prune(window_id=window_id, tab_index=tab_index, confirm=confirm or None)
-    call("tab.close", params, pretty)
+    call(params.tab_close(window_id=window_id, tab_index=tab_index, confirm=confirm), pretty)
 
 
 @click.group()
@@ -55,30 +66,30 @@ def window() -> None:
 
 
 @window.command("create")
-@click.option("--cwd", help="Working directory.")
-@click.option("--shell", help="Shell id: bash, zsh, fish, sh or a settings.toml profile.")
+@cwd_option("Working directory.")
+@shell_option(SHELL_HELP)
 @size_options
 @pretty_option
 def window_create(
     cwd: str | None, shell: str | None, cols: int | None, rows: int | None, pretty: bool
 ) -> None:
     """Create a window with one tab and one pane (200x50 unless --cols/--rows)."""
-    call("window.create", prune(cwd=cwd, shell=shell, cols=cols, rows=rows), pretty)
+    call(params.window_create(cwd=cwd, shell=shell, cols=cols, rows=rows), pretty)
 
 
 @window.command("focus")
-@click.argument("window_id", type=click.IntRange(min=1))
-@click.option("--pane", "pane_id", type=click.IntRange(min=1), help="Also focus this pane.")
+@window_arg
+@pane_option(help="Also focus this pane.")
 @pretty_option
 def window_focus(window_id: int, pane_id: int | None, pretty: bool) -> None:
     """Focus a window (or one of its panes)."""
-    call("window.focus", prune(window_id=window_id, pane_id=pane_id), pretty)
+    call(params.window_focus(window_id=window_id, pane_id=pane_id), pretty)
 
 
 @window.command("close")
-@click.argument("window_id", type=click.IntRange(min=1))
-@click.option("--confirm", is_flag=True, help="Close even if something runs in it.")
+@window_arg
+@confirm_option
 @pretty_option
 def window_close(window_id: int, confirm: bool, pretty: bool) -> None:
     """Close a window."""
-    call("window.close", prune(window_id=window_id, confirm=confirm or None), pretty)
+    call(params.window_close(window_id=window_id, confirm=confirm), pretty)

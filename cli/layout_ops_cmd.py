@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
-from pebrel.cli.output import call, pretty_option, prune, window_option
+from pebrel.cli import params
+from pebrel.cli.options import pane_arg, pretty_option, tab_index_arg, window_option
+from pebrel.cli.output import call
 
 
 def _bool(value: str) -> bool:
@@ -12,7 +14,7 @@ def _bool(value: str) -> bool:
 
 
 @click.command("zoom")
-@click.argument("pane_id", type=click.IntRange(min=1))
+@pane_arg
 @window_option
 @click.option(
     "--zoomed",
@@ -24,21 +26,21 @@ def _bool(value: str) -> bool:
 @pretty_option
 def zoom(pane_id: int, window_id: int | None, zoomed: str, pretty: bool) -> None:
     """Zoom a pane to its whole tab (or unzoom with --zoomed false)."""
-    call("pane.zoom", prune(window_id=window_id, pane_id=pane_id, zoomed=_bool(zoomed)), pretty)
+    call(params.pane_zoom(window_id=window_id, pane_id=pane_id, zoomed=_bool(zoomed)), pretty)
 
 
 @click.command("resize")
-@click.argument("pane_id", type=click.IntRange(min=1))
+@pane_arg
 @click.argument("ratio", type=click.FloatRange(0.05, 0.95))
 @window_option
 @pretty_option
 def resize(pane_id: int, ratio: float, window_id: int | None, pretty: bool) -> None:
     """Set the pane's share (0.05-0.95) of its direct parent split."""
-    call("pane.resize", prune(window_id=window_id, pane_id=pane_id, ratio=ratio), pretty)
+    call(params.pane_resize(window_id=window_id, pane_id=pane_id, ratio=ratio), pretty)
 
 
 @click.command("rename")
-@click.argument("tab_index", type=click.IntRange(min=0))
+@tab_index_arg
 @click.argument("name", required=False)
 @window_option
 @click.option("--clear", is_flag=True, help="Remove the custom name.")
@@ -49,16 +51,14 @@ def rename(
     """Set a tab's custom name (or --clear it)."""
     if clear == (name is not None):
         raise click.UsageError("give either NAME or --clear")
-    params = prune(window_id=window_id, tab_index=tab_index)
-    params["name"] = None if clear else name
-    call("tab.rename", params, pretty)
+    call(params.tab_rename(window_id=window_id, tab_index=tab_index, name=name), pretty)
 
 
 @click.command("move")
-@click.argument("tab_index", type=click.IntRange(min=0))
+@tab_index_arg
 @click.argument("to_index", type=click.IntRange(min=0))
 @window_option
 @pretty_option
 def move(tab_index: int, to_index: int, window_id: int | None, pretty: bool) -> None:
     """Move a tab to another index within its window."""
-    call("tab.move", prune(window_id=window_id, tab_index=tab_index, to_index=to_index), pretty)
+    call(params.tab_move(window_id=window_id, tab_index=tab_index, to_index=to_index), pretty)

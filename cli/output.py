@@ -2,6 +2,7 @@
 
 Exit statuses (DESIGN "Result shapes"): 0 ok; 1 the runtime answered an error envelope; 2 usage
 error (click); 3 no runtime reachable (a `runtime_unavailable` envelope is still printed).
+`--exit-code` of `pane exec` exits with the child's status instead, or one of its own below.
 """
 
 from __future__ import annotations
@@ -12,40 +13,18 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from pebrel.client import DEFAULT_TIMEOUT_S, Client, RuntimeUnavailable, unavailable_envelope
+from pebrel.client import Client, RuntimeUnavailable, unavailable_envelope
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from pebrel.cli.params import Request, WaitAfter
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
-
-WINDOW_ENV = ["PEBREL_WINDOW_ID", "NEBULA_WINDOW_ID"]
-#: Default timeout of `pane wait`, `agent wait` and a submission's `--wait` in the CLI: 10 minutes.
-CLI_WAIT_TIMEOUT_MS = 600_000
-
-pretty_option = click.option("--pretty", is_flag=True, help="Indent the JSON output.")
-window_option = click.option(
-    "--window",
-    "window_id",
-    type=click.IntRange(min=1),
-    envvar=WINDOW_ENV,
-    show_envvar=True,
-    help="Window of the pane (default: the calling pane's window, PEBREL_WINDOW_ID).",
-)
-wait_timeout_option = click.option(
-    "--timeout-ms", type=click.IntRange(min=0), help="Wait timeout (default 600000)."
-)
-
-
-def size_options(command: Any) -> Any:
-    """--cols/--rows of a new tab or window (headless default 200x50)."""
-    command = click.option("--rows", type=click.IntRange(1, 500), help="Tab height in cells.")(
-        command
-    )
-    return click.option("--cols", type=click.IntRange(2, 1000), help="Tab width in cells.")(command)
+#: `--exit-code` statuses of our own (DESIGN "Result shapes"): like timeout(1) and env(1).
+EXIT_EXEC_TIMED_OUT = 124
+EXIT_EXEC_FAILED = 125
 
 
 def emit(envelope: dict[str, Any], pretty: bool) -> None:
@@ -58,13 +37,11 @@ class Unreachable(Exception):
         self.envelope = envelope
 
 
-def request(
-    method: str, params: dict[str, Any], timeout_s: float = DEFAULT_TIMEOUT_S
-) -> dict[str, Any]:
+def request(req: Request) -> dict[str, Any]:
     """Send one request; return its envelope; raise Unreachable when no runtime answers."""
     try:
-        with Client(timeout_s=timeout_s) as client:
-            return client.call(method, params)
+        with Client(timeout_s=req.timeout_s) as client:
+            return client.call(req.method, req.params)
     except (RuntimeUnavailable, OSError) as exc:
         raise Unreachable(unavailable_envelope(str(exc))) from exc
 
@@ -74,28 +51,14 @@ def finish(envelope: dict[str, Any], pretty: bool) -> NoReturn:
     sys.exit(EXIT_OK if envelope.get("ok") else EXIT_ERROR)
 
 
-def call(
-    method: str,
-    params: dict[str, Any],
-    pretty: bool,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> NoReturn:
+def call(req: Request, pretty: bool) -> NoReturn:
     """Request, print the envelope, exit with the matching status."""
     try:
-        envelope = request(method, params, timeout_s)
+        envelope = request(req)
     except Unreachable as exc:
         emit(exc.envelope, pretty)
         sys.exit(EXIT_UNAVAILABLE)
     finish(envelope, pretty)
-
-
-def prune(**params: Any) -> dict[str, Any]:
-    """Params without the options the user did not give."""
-    return {k: v for k, v in params.items() if v is not None}
-
-
-def wait_timeout_s(timeout_ms: int | None, default_ms: int) -> float:
-    return (timeout_ms if timeout_ms is not None else default_ms) / 1000 + 10
 
 
 def wait_baseline(seq: int, state: str) -> int | None:
@@ -108,42 +71,25 @@ def wait_baseline(seq: int, state: str) -> int | None:
     return baseline if baseline >= 1 else None
 
 
-def check_submit_wait(no_submit: bool, wait_state: str | None) -> None:
-    """Refuse --no-submit with --wait: without a submission there is no turn to wait for."""
-    if no_submit and wait_state is not None:
-        raise click.UsageError("--no-submit and --wait contradict each other")
-
-
 def submit_then_wait(
-    method: str,
-    params: dict[str, Any],
+    submission: Request,
     state: str | None,
     timeout_ms: int | None,
     pretty: bool,
-    wait_method: str,
-    wait_target: Callable[[dict[str, Any]], dict[str, Any]],
+    wait_after: WaitAfter,
 ) -> NoReturn:
-    """A submission, then (with a state) `wait_method` from its post-submit seq (R5.5).
+    """A submission, then (with a state) the wait `wait_after` builds from its result (R5.5).
 
-    `wait_target` picks the waited-on target (pane or agent generation) out of the submission's
-    result. The wait runs CLI_WAIT_TIMEOUT_MS unless `timeout_ms`; its envelope is printed with
-    `submitted: true`.
+    The wait names the submission's target (pane or agent generation) and counts from the
+    post-submit baseline; its envelope is printed with `submitted: true`.
     """
     try:
-        sent = request(method, params)
+        sent = request(submission)
         if state is None or not sent.get("ok"):
             finish(sent, pretty)
         result = sent["result"]
-        wait_ms = timeout_ms if timeout_ms is not None else CLI_WAIT_TIMEOUT_MS
-        wait_params = {
-            **wait_target(result),
-            "state": state,
-            "after_seq": wait_baseline(result["state_change_seq"], state),
-            "timeout_ms": wait_ms,
-        }
-        if wait_params["after_seq"] is None:
-            del wait_params["after_seq"]
-        waited = request(wait_method, wait_params, wait_timeout_s(wait_ms, CLI_WAIT_TIMEOUT_MS))
+        after_seq = wait_baseline(result["state_change_seq"], state)
+        waited = request(wait_after(submission, result, state, after_seq, timeout_ms))
     except Unreachable as exc:
         emit(exc.envelope, pretty)
         sys.exit(EXIT_UNAVAILABLE)
@@ -152,16 +98,27 @@ def submit_then_wait(
     finish(waited, pretty)
 
 
-def prompt_then_wait(
-    params: dict[str, Any],
-    state: str | None,
-    timeout_ms: int | None,
-    pretty: bool,
-    method: str = "pane.prompt",
-) -> NoReturn:
-    """pane.prompt or pane.paste, then (if asked) pane.wait on that pane (R5.5)."""
+def exec_exit_status(envelope: dict[str, Any]) -> int:
+    """The CLI status for `--exit-code`: the child's own, or 124/128+N/125."""
+    if not envelope.get("ok"):
+        return EXIT_EXEC_FAILED
+    result = envelope["result"]
+    if result.get("timed_out"):
+        return EXIT_EXEC_TIMED_OUT
+    if result.get("signal") is not None:
+        return 128 + int(result["signal"])
+    code = result.get("exit_code")
+    return int(code) if code is not None else EXIT_EXEC_FAILED
 
-    def pane_of(result: dict[str, Any]) -> dict[str, Any]:
-        return prune(window_id=result["window_id"], pane_id=result["pane_id"])
 
-    submit_then_wait(method, params, state, timeout_ms, pretty, "pane.wait", pane_of)
+def exec_call(req: Request, exit_code: bool, pretty: bool) -> NoReturn:
+    """pane.exec: print the envelope; exit 0/1/3, or with the child's status (`exit_code`)."""
+    try:
+        envelope = request(req)
+    except Unreachable as exc:
+        emit(exc.envelope, pretty)
+        sys.exit(EXIT_EXEC_FAILED if exit_code else EXIT_UNAVAILABLE)
+    if not exit_code:
+        finish(envelope, pretty)
+    emit(envelope, pretty)
+    sys.exit(exec_exit_status(envelope))

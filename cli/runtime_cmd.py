@@ -13,7 +13,8 @@ from typing import Any
 import click
 
 from pebrel import entrypoints
-from pebrel.cli.output import EXIT_UNAVAILABLE, emit, pretty_option
+from pebrel.cli.options import pretty_option
+from pebrel.cli.output import EXIT_UNAVAILABLE, emit
 from pebrel.client import Client, RuntimeUnavailable, locate, unavailable_envelope
 from pebrel.datadir import (
     LOG_FILE,

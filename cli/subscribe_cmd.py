@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from pebrel.cli.output import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, emit, prune
+from pebrel.cli import params
+from pebrel.cli.output import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, emit
 from pebrel.client import Client, RuntimeUnavailable, unavailable_envelope
 
 
@@ -24,7 +25,8 @@ def subscribe(since_revision: int | None, runtime_id: str | None, count: int | N
         sys.exit(EXIT_UNAVAILABLE)
     seen = 0
     try:
-        client.send("events.subscribe", prune(since_revision=since_revision, runtime_id=runtime_id))
+        req = params.events_subscribe(since_revision=since_revision, runtime_id=runtime_id)
+        client.send(req.method, req.params)
         while count is None or seen < count:
             line = client.read_line()
             click.echo(json.dumps(line, ensure_ascii=False), nl=True)

@@ -34,6 +34,10 @@ DIRECTIONS: Final[dict[str, Direction]] = {
 
 DEFAULT_TAB_COLS: Final = 200
 DEFAULT_TAB_ROWS: Final = 50
+#: A tab's size limits (the schema's `cols` and `rows` ranges).
+MIN_TAB_COLS: Final = 2
+MAX_TAB_COLS: Final = 1000
+MAX_TAB_ROWS: Final = 500
 DEFAULT_SCROLLBACK_LINES: Final = 10_000
 #: How long a synchronous running edge waits for evidence before it reverts (DESIGN "Model").
 SUBMIT_CONFIRM_MS: Final = 2000
@@ -41,5 +45,24 @@ READ_DEFAULT_LINES: Final = 120
 READ_MAX_LINES: Final = 2000
 READ_MAX_BYTES: Final = 1 << 20
 MAX_PROMPT_BYTES: Final = 32 * 1024
+#: How often `pane.send_key` may press one key in a request.
+MAX_KEY_REPEAT: Final = 64
+
+# Default deadlines (the runtime applies them when a request leaves `timeout_ms` out).
 WAIT_DEFAULT_TIMEOUT_MS: Final = 30_000
 RUN_DEFAULT_TIMEOUT_MS: Final = 600_000
+EXEC_DEFAULT_TIMEOUT_MS: Final = 600_000
+#: How long `agent.start` and `agent.fork` wait for the agent to be ready.
+READY_DEFAULT_TIMEOUT_MS: Final = 60_000
+#: The longest `ready_timeout_ms` the schema accepts: one hour.
+MAX_READY_TIMEOUT_MS: Final = 3_600_000
+ORCHESTRATE_DEFAULT_TIMEOUT_MS: Final = 300_000
+#: The longest workflow `timeout_ms` the schema accepts: one hour.
+ORCHESTRATE_MAX_TIMEOUT_MS: Final = 3_600_000
+#: Default of `pane wait`, `agent wait` and a submission's `--wait` in the CLI: 10 minutes
+#: (the CLI always sends it; WAIT_DEFAULT_TIMEOUT_MS is the protocol's default).
+CLI_WAIT_TIMEOUT_MS: Final = 600_000
+
+#: `pane.exec` keeps the last this many bytes of each stream by default, and at most the max.
+EXEC_DEFAULT_MAX_OUTPUT_BYTES: Final = 1 << 20
+EXEC_MAX_OUTPUT_BYTES: Final = 16 << 20

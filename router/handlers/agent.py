@@ -17,7 +17,7 @@ from pebrel import messages as m
 from pebrel.agentkinds import DISPLAY_NAMES, KINDS
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.inputs import check_prompt_text
-from pebrel.model import WAIT_DEFAULT_TIMEOUT_MS
+from pebrel.model import READY_DEFAULT_TIMEOUT_MS, WAIT_DEFAULT_TIMEOUT_MS
 from pebrel.router import agents, links
 from pebrel.router.agents import HOOK_STATES, NamedAgent
 from pebrel.router.handlers import Handler, Params, Result, pane_io
@@ -34,7 +34,6 @@ from pebrel.router.handlers.tab import new as new_tab
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
 
-READY_TIMEOUT_MS = 60_000
 #: How long agent.prompt waits for its text to be echoed before pressing Enter: Ink-based TUIs
 #: treat text and Enter in one read as a paste (TRAPS "Shells").
 ECHO_TIMEOUT_S = 1.0
@@ -189,7 +188,9 @@ async def start(rt: Runtime, params: Params) -> Result:
     pane.agents.bound = agent
     rt.commit()
     await pane_io.prompt(rt, {**pane_ids(pane), "text": line})
-    await wait_ready(rt, agent, pane, params.get("ready_timeout_ms", READY_TIMEOUT_MS) / 1000)
+    await wait_ready(
+        rt, agent, pane, params.get("ready_timeout_ms", READY_DEFAULT_TIMEOUT_MS) / 1000
+    )
     return record(rt, agent)
 
 

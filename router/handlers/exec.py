@@ -22,14 +22,16 @@ import psutil
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.model import (
+    EXEC_DEFAULT_MAX_OUTPUT_BYTES,
+    EXEC_DEFAULT_TIMEOUT_MS,
+    EXEC_MAX_OUTPUT_BYTES,
+)
 from pebrel.router import links
 from pebrel.router.handlers import Handler, Params, Result
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
 
-EXEC_DEFAULT_TIMEOUT_MS = 600_000
-EXEC_DEFAULT_MAX_OUTPUT_BYTES = 1 << 20
-EXEC_MAX_OUTPUT_BYTES = 16 << 20
 #: The worker answers within a second of the exec's deadline; this is the margin beyond it.
 EXEC_REPLY_MARGIN_S = 5.0
 #: Captures larger than this are shaped (UTF-8 check, base64) in a thread.

@@ -29,10 +29,11 @@ import psutil
 from pebrel import proctree
 from pebrel.agentkinds import classify
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.model import READY_DEFAULT_TIMEOUT_MS
 from pebrel.router import gitops
 from pebrel.router.agents import NamedAgent
 from pebrel.router.handlers import Handler, Params, Result, pane_io
-from pebrel.router.handlers.agent import READY_TIMEOUT_MS, record, start_argv, wait_ready
+from pebrel.router.handlers.agent import record, start_argv, wait_ready
 from pebrel.router.handlers.input_common import pane_ids
 from pebrel.router.handlers.tab import new as new_tab
 from pebrel.router.runtime import Runtime
@@ -167,7 +168,7 @@ async def fork(rt: Runtime, params: Params) -> Result:
         path,
         params.get("allow_dirty_source", False),
     )
-    budget_s = params.get("ready_timeout_ms", READY_TIMEOUT_MS) / 1000
+    budget_s = params.get("ready_timeout_ms", READY_DEFAULT_TIMEOUT_MS) / 1000
     started = time.monotonic()
     # The dispatch has its own deadline; readiness gets what is left of ready_timeout_ms. If
     # the dispatch used it all up, that is agent_ready_timeout (not a dispatch timeout), even

@@ -32,6 +32,7 @@ from typing import Any, TypeGuard
 
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.inputs import check_prompt_text
+from pebrel.model import ORCHESTRATE_DEFAULT_TIMEOUT_MS, READY_DEFAULT_TIMEOUT_MS
 from pebrel.router.agents import NamedAgent
 from pebrel.router.handlers import Handler, Params, Result, layout_ops, pane_io, tab, window
 from pebrel.router.handlers import agent as agent_handlers
@@ -42,7 +43,6 @@ from pebrel.router.state import Pane
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_MS = 300_000
 #: An initial prompt refused by the submit barrier is retried for this long.
 BARRIER_RETRY_S = 3.0
 BARRIER_POLL_S = 0.05
@@ -294,7 +294,7 @@ class Workflow:
         pane.agents.bound = agent
         rt.commit()
         await pane_io.prompt(rt, {**pane_ids(pane), "text": line})
-        timeout_ms = step.get("ready_timeout_ms", agent_handlers.READY_TIMEOUT_MS)
+        timeout_ms = step.get("ready_timeout_ms", READY_DEFAULT_TIMEOUT_MS)
         ready_by = time.monotonic() + timeout_ms / 1000
         self.pending.append(Launch(outcome, agent, pane, ready_by, step.get("initial_prompt")))
 
@@ -390,7 +390,7 @@ async def orchestrate(rt: Runtime, params: Params) -> Result:
     steps: list[Params] = params["steps"]
     validate(steps)
     stop = params.get("on_error", "stop") == "stop"
-    timeout_s = params.get("timeout_ms", DEFAULT_TIMEOUT_MS) / 1000
+    timeout_s = params.get("timeout_ms", ORCHESTRATE_DEFAULT_TIMEOUT_MS) / 1000
     flow = Workflow(rt, steps, time.monotonic() + timeout_s)
     flow.outcomes = {s["id"]: Outcome(s["id"], s["op"]) for s in steps}
     logger.info("orchestrate: %d steps", len(steps), extra={"on_error": params.get("on_error")})

@@ -118,3 +118,13 @@ def test_hot_verb_without_runtime_imports_nothing_heavy(tmp_path: Path, verb: Ve
     assert set(HEAVY) & run.modules == set()
     own = "pebrel.cli.hook_cmd" if verb.args[0] == "hook" else "pebrel.cli.pane_cmd"
     assert {m for m in run.modules if m.endswith("_cmd")} == {own}
+    assert "pebrel.cli.agent_params" not in run.modules
+
+
+def test_ctl_verb_loads_no_resource_command_module(tmp_path: Path) -> None:
+    """`ctl read` shares pane read's params builder and options, not the pane command module."""
+    env = {"PATH": "/usr/bin:/bin", "PEBREL_DATA_DIR": str(tmp_path), **PANE_ENV}
+    run = run_cli(("ctl", "read", "--pane", "1", "--lines", "40"), env)
+    assert run.status == 3
+    assert set(HEAVY) & run.modules == set()
+    assert {m for m in run.modules if m.endswith("_cmd")} == {"pebrel.cli.ctl_cmd"}
