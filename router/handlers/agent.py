@@ -252,7 +252,7 @@ async def wait(rt: Runtime, params: AgentWaitParams) -> Result:
 
 async def hook(rt: Runtime, params: AgentHookParams) -> Result:
     """A lifecycle edge from the AI CLI's hook in this pane (`pebrel hook`)."""
-    pane = rt.state.pane(params["window_id"], params["pane_id"])
+    pane = rt.state.pane_at(params["window_id"], params["pane_id"])
     state = HOOK_STATES[params["event"]]
     applied = rt.agent_evidence(
         pane, state, "hook", params["kind"], params.get("session_id") or None, params.get("message")

@@ -28,7 +28,7 @@ RETRY_S = 0.25
 
 async def delegate(rt: Runtime, params: AgentDelegateParams) -> Result:
     """Register, then submit the task; returns once both happened (never waits for the answer)."""
-    origin_pane = rt.state.pane(params["origin_window_id"], params["origin_pane_id"])
+    origin_pane = rt.state.pane_at(params["origin_window_id"], params["origin_pane_id"])
     origin = rt.delegations.origin_of(origin_pane)
     target, target_pane = bound(rt, params["agent"], params.get("generation"))
     generation = target.generation
