@@ -109,9 +109,9 @@ def _check_exec_params(params: PaneExecParams) -> tuple[list[str], int, int]:
 async def exec_(rt: Runtime, params: PaneExecParams) -> Result:
     """Run argv in the pane's cwd, capture the tail of both streams, return when it exits.
 
-    Errors: invalid_params (bad argv or max_output_bytes), target_not_found,
-    ambiguous_target, invalid_state (the pane exited or its worker is gone), action_failed
-    (the program could not be started: details carry errno and argv0), runtime_timeout.
+    A bad argv or max_output_bytes is invalid_params, an exited pane (or a gone worker)
+    invalid_state, a program that could not be started action_failed (details carry errno
+    and argv0). The method's codes are the schema's list.
     """
     argv, limit, timeout_ms = _check_exec_params(params)
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
@@ -230,8 +230,7 @@ def process_tree(shell_pid: int, worker_pid: int | None) -> list[dict[str, Any]]
 async def procs(rt: Runtime, params: PaneProcsParams) -> Result:
     """The real process tree under the pane's shell (R6.4): shell first, then descendants.
 
-    An exited pane has `root_pid` null and no processes. Errors: target_not_found,
-    ambiguous_target.
+    An exited pane has `root_pid` null and no processes.
     """
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
     if pane.exited or pane.pid is None:
