@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,78 @@ def validate_params(method: str, params: dict[str, Any]) -> None:
         if len(_valid) >= _VALID_MAX:
             _valid.clear()
         _valid.add(key)
+
+
+# ---- the error lines of docs/protocol.md ----------------------------------------------------
+
+#: `<!-- errors: pane.read -->` (or several methods, or `common`) marks where docs/protocol.md
+#: shows error lists; the lines after it, up to a blank line, are generated from the schema.
+_ERRORS_MARK = re.compile(r"^<!-- errors: ([a-z_. ]+) -->$")
+_DOC_WIDTH = 100
+
+
+def _codes(codes: list[str]) -> str:
+    order = {str(code): index for index, code in enumerate(ErrorCode)}
+    return ", ".join(f"`{code}`" for code in sorted(codes, key=order.__getitem__))
+
+
+def _wrap(text: str, indent: str = "") -> list[str]:
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > _DOC_WIDTH:
+            lines.append(line)
+            line = indent + word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line]
+
+
+def error_lines(names: list[str]) -> list[str]:
+    """The generated lines for one mark: a method's list, several methods', or the common."""
+    schema = load_schema()
+    if names == ["common"]:
+        return _wrap(f"Any request may also be answered with {_codes(schema['common_errors'])}.")
+    if len(names) == 1:
+        return _wrap(f"Errors: {_codes(schema['methods'][names[0]].get('errors', []))}.")
+    return [
+        "Errors:",
+        *(
+            line
+            for name in names
+            for line in _wrap(
+                f"- `{name}`: {_codes(schema['methods'][name].get('errors', []))}", "  "
+            )
+        ),
+    ]
+
+
+def protocol_errors(text: str) -> str:
+    """``text`` (docs/protocol.md) with every marked error list generated afresh."""
+    out: list[str] = []
+    lines = iter(text.split("\n"))
+    for line in lines:
+        out.append(line)
+        mark = _ERRORS_MARK.match(line)
+        if mark is None:
+            continue
+        out += error_lines(mark.group(1).split())
+        for rest in lines:  # the old list, up to the paragraph's end
+            if not rest:
+                out.append(rest)
+                break
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m pebrel.schema --protocol-errors docs/protocol.md`: regenerate its error
+    lists in place from the schema."""
+    if len(argv) != 2 or argv[0] != "--protocol-errors":
+        sys.stderr.write("usage: python -m pebrel.schema --protocol-errors docs/protocol.md\n")
+        return 2
+    path = Path(argv[1])
+    path.write_text(protocol_errors(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -39,9 +39,8 @@ from pebrel.envelope import EncodedResult
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
 from pebrel.router.answer_sync import AnswerSync
-from pebrel.router.delegation import Delegations
 from pebrel.router.forkserver import ForkServer
-from pebrel.router.handlers import Method, events, window
+from pebrel.router.handlers import Method, delegate, events, window
 from pebrel.router.methods import LEGACY, METHODS
 from pebrel.router.runtime import Runtime
 from pebrel.schema import validate_params
@@ -89,7 +88,7 @@ class RouterApp:
         )
         self.rt.on_revision = self.publish
         self.answers = AnswerSync(self.rt, self.to_frontend)  # router/answer_sync.py
-        self.rt.delegations = Delegations(self.rt)
+        delegate.deliver_answers(self.rt)  # agent.delegate: answers go back to their origin
 
     # -- sockets ---------------------------------------------------------------------------------
     def to_frontend(self, message: m.Message) -> None:

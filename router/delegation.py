@@ -8,12 +8,13 @@ wrapped as an untrusted `<worker_output>` block. An origin that is `running` get
 settles; `attention` and `waiting_input` are never typed over; a closed origin pane or a changed
 origin session drops it (recorded on both agents). A second completion never delivers twice.
 Delegations live in the router's memory: a runtime restart drops pending ones.
+
+This module keeps the book: the records, the pending delegations by target generation, and
+their history on both agents. Typing the answer into the origin is router/handlers/delegate.py's.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import re
 import secrets
 import time
@@ -22,16 +23,10 @@ from typing import Any
 
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.router.agents import NamedAgent
-from pebrel.router.runtime import Runtime
-from pebrel.router.state import Pane
-
-logger = logging.getLogger(__name__)
+from pebrel.router.state import Pane, RouterState
 
 MAX_RESULT_CHARS = 4000
 HISTORY_PER_AGENT = 20
-#: How long a finished delegation waits for its origin to settle before it is dropped.
-DELIVERY_PATIENCE_S = 3600.0
-RETRY_S = 0.25
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 
 
@@ -97,11 +92,9 @@ class Delegation:
 class Delegations:
     """The router's pending delegations, keyed by the target's exact generation."""
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self, state: RouterState) -> None:
+        self.state = state
         self.pending: dict[tuple[str, int], Delegation] = {}
-        self.tasks: set[asyncio.Task[None]] = set()
-        rt.turn_listeners.append(self.turn_finished)
 
     # -- registration ------------------------------------------------------------------------
     def origin_of(self, pane: Pane) -> Origin:
@@ -150,7 +143,7 @@ class Delegations:
         self.record(delegation)
 
     def record(self, delegation: Delegation) -> None:
-        origin_agent = self.rt.state.registry.by_id.get(delegation.origin.agent_id)
+        origin_agent = self.state.registry.by_id.get(delegation.origin.agent_id)
         for agent, role in ((delegation.target, "target"), (origin_agent, "origin")):
             if agent is None:
                 continue
@@ -160,25 +153,31 @@ class Delegations:
             entries.append(delegation.summary(role))
             agent.delegations[:] = entries[-HISTORY_PER_AGENT:]
 
-    # -- completion and delivery -------------------------------------------------------------
-    def turn_finished(self, pane: Pane) -> None:
+    # -- completion ---------------------------------------------------------------------------
+    def finished(self, pane: Pane) -> tuple[Delegation, str] | None:
+        """The agent in ``pane`` finished its turn: the delegation waiting for that turn (now
+        `delivering`) and the wrapped answer for its origin; None if nothing waits for it (a
+        second completion included: an answer is never delivered twice)."""
         bound, session = pane.agents.bound, pane.agents.session
         if bound is None or session is None:
-            return
+            return None
         delegation = self.pending.pop((bound.agent_id, session.generation), None)
         if delegation is None:
-            return  # nothing pending, or a duplicate completion: never delivered twice
+            return None
         delegation.status = "delivering"
         self.record(delegation)
-        text = wrap_result(bound, delegation.generation, clean_result(bound.last_message))
-        task = asyncio.get_running_loop().create_task(self.deliver(delegation, text))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        return delegation, wrap_result(
+            bound, delegation.generation, clean_result(bound.last_message)
+        )
+
+    def delivered(self, delegation: Delegation) -> None:
+        delegation.status = "delivered"
+        self.record(delegation)
 
     def origin_pane(self, delegation: Delegation) -> Pane | None:
         """The origin's pane if it still runs the very identity that delegated, else None."""
         origin = delegation.origin
-        pane = self.rt.state.panes.get((origin.window_id, origin.pane_id))
+        pane = self.state.panes.get((origin.window_id, origin.pane_id))
         if pane is None or pane.exited:
             return None
         session, bound = pane.agents.session, pane.agents.bound
@@ -189,44 +188,3 @@ class Delegations:
         if not origin.managed and session.session_id != origin.session_id:
             return None
         return pane
-
-    async def deliver(self, delegation: Delegation, text: str) -> None:
-        from pebrel.router.handlers import agent as agent_handlers
-
-        deadline = time.monotonic() + DELIVERY_PATIENCE_S
-        while True:
-            pane = self.origin_pane(delegation)
-            if pane is None:
-                self.cancel(delegation, "the origin pane closed or its agent session changed")
-                return
-            if pane.tracker.state in ("idle", "completed", "failed"):
-                session = pane.agents.session
-                target = {
-                    "agent": delegation.origin.agent_id,
-                    "generation": session.generation if session else delegation.origin.generation,
-                    "submit": True,
-                }
-                try:
-                    try:
-                        await agent_handlers.paste(self.rt, {**target, "text": text})
-                    except PebrelError as exc:
-                        if exc.details.get("bracketed_paste") is not False:
-                            raise
-                        # An origin that reads plain lines (no bracketed paste): one line.
-                        await agent_handlers.prompt(self.rt, {**target, "text": one_line(text)})
-                except PebrelError as exc:
-                    if exc.code in (ErrorCode.AGENT_EXITED, ErrorCode.AGENT_REPLACED):
-                        self.cancel(delegation, f"the origin agent is gone ({exc.code})")
-                        return
-                    logger.info("delegation delivery retried", extra={"code": str(exc.code)})
-                else:
-                    delegation.status = "delivered"
-                    self.record(delegation)
-                    self.rt.commit()
-                    return
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self.cancel(delegation, "the origin never settled to take the answer")
-                return
-            # running: wait until it settles; attention/waiting_input: never typed over.
-            await self.rt.next_change(pane, min(remaining, RETRY_S))

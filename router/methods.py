@@ -1,4 +1,8 @@
-"""The method table: every JSON method's handler, and the legacy text lines' (R1, R2)."""
+"""The method table: every JSON method's handler, and the legacy text lines' (R1, R2).
+
+Each handler is typed with its method's params TypedDict (pebrel/method_params.py);
+tests/unit/test_method_params.py checks every one against the schema.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pebrel.router.handlers import (
     Handler,
     Method,
     agent,
+    agent_start,
     delegate,
     events,
     fork,
@@ -33,6 +38,7 @@ METHODS: dict[str, Method] = {
     **layout_ops.METHODS,
     **events.METHODS,
     **agent.METHODS,
+    **agent_start.METHODS,
     **delegate.METHODS,
     **fork.METHODS,
     **orchestrate.METHODS,

@@ -13,20 +13,18 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pebrel import messages as m
 from pebrel import proctree
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.model import SUBMIT_CONFIRM_MS, TaskState
 from pebrel.router import agents, layout, links, sizing
+from pebrel.router.delegation import Delegations
 from pebrel.router.forkserver import ForkServer
 from pebrel.router.links import WorkerLink
 from pebrel.router.state import KeptRead, Pane, RouterState, Window
 from pebrel.settings import Settings
-
-if TYPE_CHECKING:
-    from pebrel.router.delegation import Delegations
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +60,7 @@ class Runtime:
         self.on_read_renewed: Callable[[Pane, int], None] = lambda pane, lines: None
         #: Called when hook or program evidence says a pane's agent finished its turn.
         self.turn_listeners: list[Callable[[Pane], None]] = []
-        self.delegations: Delegations | None = None  # set by router.app
+        self.delegations = Delegations(self.state)  # agent.delegate's book (R9.6)
         self.forkserver: ForkServer | None = None  # set by router.app
         self.closing = False
         #: Children the router started itself (workers, frontend): never orphans. Guarded by a

@@ -124,15 +124,7 @@ class RouterState:
             tab = win.tabs[win.active_tab]
             return self.panes[(win.window_id, tab.focused_pane)]
         if window_id is not None:
-            self.window(window_id)
-            found = self.panes.get((window_id, pane_id))
-            if found is None:
-                raise PebrelError(
-                    ErrorCode.TARGET_NOT_FOUND,
-                    f"pane {pane_id} does not exist in window {window_id}",
-                    {"window_id": window_id, "pane_id": pane_id},
-                )
-            return found
+            return self.pane_at(window_id, pane_id)
         candidates = [p for (w, pid), p in self.panes.items() if pid == pane_id]
         if not candidates:
             raise PebrelError(
@@ -145,6 +137,18 @@ class RouterState:
                 {"pane_id": pane_id, "window_ids": sorted(p.window_id for p in candidates)},
             )
         return candidates[0]
+
+    def pane_at(self, window_id: int, pane_id: int) -> Pane:
+        """The pane of that id in that window (never ambiguous)."""
+        self.window(window_id)
+        found = self.panes.get((window_id, pane_id))
+        if found is None:
+            raise PebrelError(
+                ErrorCode.TARGET_NOT_FOUND,
+                f"pane {pane_id} does not exist in window {window_id}",
+                {"window_id": window_id, "pane_id": pane_id},
+            )
+        return found
 
     def locate(self, pane: Pane) -> tuple[Window, int, Tab]:
         win = self.windows[pane.window_id]

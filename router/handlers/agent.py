@@ -1,4 +1,6 @@
-"""agents.list, agent.start|get|prompt|paste|read|wait and agent.hook (R9.1-R9.4, R9.7).
+"""agents.list, agent.get|prompt|paste|read|wait and agent.hook (R9.1-R9.4, R9.7).
+
+agent.start and starting an agent in a pane are in agent_start.py.
 
 Every call that names an agent is bound to one generation: a call for a generation that exited
 or was replaced fails (`agent_exited`, `agent_replaced`, `agent_identity_mismatch`) and is
@@ -8,20 +10,27 @@ never delivered to the session that took its place.
 from __future__ import annotations
 
 import asyncio
-import shlex
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from pebrel import messages as m
-from pebrel.agentkinds import DISPLAY_NAMES, KINDS
+from pebrel.agentkinds import DISPLAY_NAMES
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.inputs import check_prompt_text
-from pebrel.model import READY_DEFAULT_TIMEOUT_MS, WAIT_DEFAULT_TIMEOUT_MS
+from pebrel.method_params import (
+    AgentGetParams,
+    AgentHookParams,
+    AgentPasteParams,
+    AgentPromptParams,
+    AgentReadParams,
+    AgentsListParams,
+    AgentWaitParams,
+)
+from pebrel.model import READ_DEFAULT_LINES, WAIT_DEFAULT_TIMEOUT_MS
 from pebrel.router import agents, links
 from pebrel.router.agents import HOOK_STATES, NamedAgent
-from pebrel.router.handlers import Handler, Params, Result, pane_io
-from pebrel.router.handlers import keys as key_handlers
+from pebrel.router.handlers import Handler, Result
 from pebrel.router.handlers.input_common import (
     mark_submitted,
     pane_ids,
@@ -30,7 +39,8 @@ from pebrel.router.handlers.input_common import (
     worker_link,
     write_input,
 )
-from pebrel.router.handlers.tab import new as new_tab
+from pebrel.router.handlers.keys import paste_text
+from pebrel.router.handlers.pane_io import read_result
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
 
@@ -40,21 +50,6 @@ ECHO_TIMEOUT_S = 1.0
 ECHO_POLL_S = 0.02
 #: How long agent.paste waits for the agent's input to turn bracketed paste back on.
 PASTE_MODE_GRACE_S = 1.0
-#: Start commands, verified against each provider's CLI documentation.
-START_ARGV: dict[str, list[str]] = {
-    "claude": ["claude"],
-    "codex": ["codex"],
-    "opencode": ["opencode"],
-    "cursor": ["agent"],
-    "pi": ["pi"],
-    "omp": ["omp"],
-    "kimi": ["kimi"],
-}
-#: Resume syntax only where the provider documents one.
-RESUME_ARGV: dict[str, list[str]] = {
-    "claude": ["claude", "--resume"],
-    "codex": ["codex", "resume"],
-}
 
 
 def record(rt: Runtime, agent: NamedAgent) -> Result:
@@ -83,13 +78,12 @@ def record(rt: Runtime, agent: NamedAgent) -> Result:
     }
 
 
-def bound(rt: Runtime, params: Params) -> tuple[NamedAgent, Pane]:
-    """Resolve `agent` and check the requested `generation` is the live session."""
-    agent = rt.state.registry.resolve(params["agent"])
+def bound(rt: Runtime, ref: str, generation: int | None) -> tuple[NamedAgent, Pane]:
+    """Resolve an agent's name or id and check the requested ``generation`` is the live
+    session (any generation when None)."""
+    agent = rt.state.registry.resolve(ref)
     pane = rt.state.panes.get((agent.window_id, agent.pane_id))
-    agents.check_generation(
-        agent, pane.agents if pane is not None else None, params.get("generation")
-    )
+    agents.check_generation(agent, pane.agents if pane is not None else None, generation)
     assert pane is not None
     return agent, pane
 
@@ -98,7 +92,7 @@ def identity(agent: NamedAgent) -> dict[str, Any]:
     return {"agent_id": agent.agent_id, "generation": agent.generation}
 
 
-async def list_agents(rt: Runtime, params: Params) -> Result:
+async def list_agents(rt: Runtime, params: AgentsListParams) -> Result:
     window_id = params.get("window_id")
     if window_id is not None:
         rt.state.window(window_id)
@@ -113,126 +107,13 @@ async def list_agents(rt: Runtime, params: Params) -> Result:
     return {"agents": found}
 
 
-async def get(rt: Runtime, params: Params) -> Result:
+async def get(rt: Runtime, params: AgentGetParams) -> Result:
     agent = rt.state.registry.resolve(params["agent"])
-    if params.get("generation") is not None:
+    generation = params.get("generation")
+    if generation is not None:
         pane = rt.state.panes.get((agent.window_id, agent.pane_id))
-        agents.check_generation(agent, pane.agents if pane else None, params["generation"])
+        agents.check_generation(agent, pane.agents if pane else None, generation)
     return record(rt, agent)
-
-
-def start_argv(kind: str, resume: str | None) -> list[str]:
-    if kind not in KINDS:
-        raise PebrelError(
-            ErrorCode.INVALID_PARAMS,
-            f"unknown agent kind {kind!r}",
-            {"kind": kind, "known": list(KINDS)},
-        )
-    if resume is None:
-        return list(START_ARGV[kind])
-    if kind not in RESUME_ARGV:
-        raise PebrelError(
-            ErrorCode.INVALID_PARAMS,
-            f"{kind} has no verified resume syntax; resume_session_id is refused",
-            {"kind": kind, "resumable_kinds": sorted(RESUME_ARGV)},
-        )
-    return [*RESUME_ARGV[kind], resume]
-
-
-def start_line(pane: Pane, argv: list[str], cwd: str | None) -> str:
-    """The start command to type into an existing pane; it must be an idle shell at its prompt."""
-    require_live(pane)
-    if pane.tracker.busy or pane.agents.session is not None or not pane.tracker.at_prompt:
-        raise PebrelError(
-            ErrorCode.INVALID_STATE,
-            f"pane {pane.pane_id} is not an idle shell at its prompt",
-            {**pane_ids(pane), "task_state": pane.tracker.state},
-        )
-    return shlex.join(argv) if cwd is None else f"cd -- {shlex.quote(cwd)} && {shlex.join(argv)}"
-
-
-async def start(rt: Runtime, params: Params) -> Result:
-    name: str = params["name"]
-    argv = start_argv(params["kind"], params.get("resume_session_id"))
-    registry = rt.state.registry
-    if registry.active_named(name) is not None:
-        raise PebrelError(
-            ErrorCode.AGENT_NAME_CONFLICT,
-            f"an active agent is already named {name!r}",
-            {"name": name},
-        )
-    cwd = rt.check_cwd(params.get("cwd"))
-    if params.get("pane_id") is not None:
-        pane = rt.state.pane(params.get("window_id"), params["pane_id"])
-        line = start_line(pane, argv, cwd)
-    else:
-        opened = await new_tab(
-            rt,
-            {
-                k: v
-                for k, v in {"window_id": params.get("window_id"), "cwd": cwd}.items()
-                if v is not None
-            },
-        )
-        pane = rt.state.panes[(opened["window_id"], opened["pane_id"])]
-        line = shlex.join(argv)
-    if registry.active_named(name) is not None:
-        raise PebrelError(
-            ErrorCode.AGENT_NAME_CONFLICT,
-            f"an active agent is already named {name!r}",
-            {"name": name},
-        )
-    agent = registry.register(name, params["kind"], pane.window_id, pane.pane_id, managed=True)
-    if pane.agents.bound is not None and pane.agents.bound.status in ("starting", "active"):
-        pane.agents.bound.status = "replaced"
-    pane.agents.bound = agent
-    rt.commit()
-    await pane_io.prompt(rt, {**pane_ids(pane), "text": line})
-    await wait_ready(
-        rt, agent, pane, params.get("ready_timeout_ms", READY_DEFAULT_TIMEOUT_MS) / 1000
-    )
-    return record(rt, agent)
-
-
-async def wait_ready(rt: Runtime, agent: NamedAgent, pane: Pane, timeout_s: float) -> None:
-    """Ready: the process is recognised in the pane and it is not running (DESIGN "Agents").
-
-    A budget already spent (``timeout_s <= 0``) is agent_ready_timeout even if the agent is
-    ready by now: it was not confirmed within the time the caller gave.
-    """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        session = pane.agents.session
-        if (
-            timeout_s > 0
-            and session is not None
-            and pane.agents.bound is agent
-            and agent.status == "active"
-            and pane.tracker.state != "running"
-        ):
-            return
-        if pane.exited or rt.state.panes.get(pane.key) is not pane:
-            raise PebrelError(
-                ErrorCode.ACTION_FAILED,
-                "the agent's pane exited during start",
-                {**identity(agent), **pane_ids(pane)},
-            )
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            if agent.status == "starting":
-                # Never recognised: the start failed, and its name is free again.
-                agent.status = "exited"
-            raise PebrelError(
-                ErrorCode.AGENT_READY_TIMEOUT,
-                f"agent {agent.name} was not ready in time",
-                {
-                    **identity(agent),
-                    **pane_ids(pane),
-                    "recognised": session is not None,
-                    "task_state": pane.tracker.state,
-                },
-            )
-        await rt.next_change(pane, remaining)
 
 
 async def wait_for_echo(rt: Runtime, pane: Pane, text: str) -> None:
@@ -254,11 +135,11 @@ async def wait_for_echo(rt: Runtime, pane: Pane, text: str) -> None:
         await rt.next_change(pane, ECHO_POLL_S)
 
 
-async def prompt(rt: Runtime, params: Params) -> Result:
-    agent, pane = bound(rt, params)
-    text: str = params["text"]
+async def prompt_agent(
+    rt: Runtime, agent: NamedAgent, pane: Pane, text: str, submit: bool = True
+) -> Result:
+    """Type a line into the agent's input; Enter once the TUI has drawn it (R9.4)."""
     data = check_prompt_text(text)
-    submit = params.get("submit", True)
     not_sent = {"submitted": False, **identity(agent)}
     require_live(pane, not_sent)
     require_unlocked(pane, not_sent)
@@ -282,13 +163,20 @@ async def prompt(rt: Runtime, params: Params) -> Result:
     return {**identity(agent), "submitted": True, "state_change_seq": baseline, **pane_ids(pane)}
 
 
-async def paste(rt: Runtime, params: Params) -> Result:
-    agent, pane = bound(rt, params)
-    request = {**pane_ids(pane), "text": params["text"], "submit": params.get("submit", True)}
+async def prompt(rt: Runtime, params: AgentPromptParams) -> Result:
+    agent, pane = bound(rt, params["agent"], params.get("generation"))
+    return await prompt_agent(rt, agent, pane, params["text"], params.get("submit", True))
+
+
+async def paste_agent(
+    rt: Runtime, agent: NamedAgent, pane: Pane, text: str, submit: bool = True
+) -> Result:
+    """A bracketed paste into the agent's input, waiting a moment for the TUI to turn
+    bracketed paste back on after a turn (R9.4)."""
     deadline = time.monotonic() + PASTE_MODE_GRACE_S
     while True:
         try:
-            sent = await key_handlers.paste(rt, request)
+            sent = await paste_text(rt, pane, text, submit)
             break
         except PebrelError as exc:
             # A TUI re-enables bracketed paste when it redraws its input after a turn; that
@@ -309,17 +197,20 @@ async def paste(rt: Runtime, params: Params) -> Result:
     }
 
 
-async def read(rt: Runtime, params: Params) -> Result:
-    agent, pane = bound(rt, params)
-    result = await pane_io.read_result(
-        rt, {**pane_ids(pane), **({"lines": params["lines"]} if "lines" in params else {})}
-    )
+async def paste(rt: Runtime, params: AgentPasteParams) -> Result:
+    agent, pane = bound(rt, params["agent"], params.get("generation"))
+    return await paste_agent(rt, agent, pane, params["text"], params.get("submit", True))
+
+
+async def read(rt: Runtime, params: AgentReadParams) -> Result:
+    agent, pane = bound(rt, params["agent"], params.get("generation"))
+    result = await read_result(rt, pane, params.get("lines", READ_DEFAULT_LINES))
     return {**identity(agent), **result}
 
 
-async def wait(rt: Runtime, params: Params) -> Result:
-    agent, pane = bound(rt, params)
-    target: str = params["state"]
+async def wait(rt: Runtime, params: AgentWaitParams) -> Result:
+    agent, pane = bound(rt, params["agent"], params["generation"])
+    target = params["state"]
     after_seq: int | None = params.get("after_seq")
     deadline = time.monotonic() + params.get("timeout_ms", WAIT_DEFAULT_TIMEOUT_MS) / 1000
     generation = params["generation"]
@@ -359,9 +250,9 @@ async def wait(rt: Runtime, params: Params) -> Result:
         await rt.next_change(pane, remaining)
 
 
-async def hook(rt: Runtime, params: Params) -> Result:
+async def hook(rt: Runtime, params: AgentHookParams) -> Result:
     """A lifecycle edge from the AI CLI's hook in this pane (`pebrel hook`)."""
-    pane = rt.state.pane(params["window_id"], params["pane_id"])
+    pane = rt.state.pane_at(params["window_id"], params["pane_id"])
     state = HOOK_STATES[params["event"]]
     applied = rt.agent_evidence(
         pane, state, "hook", params["kind"], params.get("session_id") or None, params.get("message")
@@ -373,7 +264,6 @@ async def hook(rt: Runtime, params: Params) -> Result:
 
 METHODS: Mapping[str, Handler] = {
     "agents.list": list_agents,
-    "agent.start": start,
     "agent.get": get,
     "agent.prompt": prompt,
     "agent.paste": paste,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pebrel.router.handlers import Handler, Params, Result
+from pebrel.method_params import EventsSubscribeParams
+from pebrel.router.handlers import Handler, Result
 from pebrel.router.runtime import Runtime
 
 
-def needs_current_snapshot(rt: Runtime, params: Params) -> bool:
+def needs_current_snapshot(rt: Runtime, params: Mapping[str, object]) -> bool:
     """A subscriber behind the current revision, or from another runtime life, gets it at once."""
     since = params.get("since_revision")
     if since is None:
@@ -18,7 +19,7 @@ def needs_current_snapshot(rt: Runtime, params: Params) -> bool:
     return bool(since != rt.state.revision)
 
 
-async def subscribe(rt: Runtime, params: Params) -> Result:
+async def subscribe(rt: Runtime, params: EventsSubscribeParams) -> Result:
     return {"subscribed": True, "runtime_id": rt.state.runtime_id, "revision": rt.state.revision}
 
 

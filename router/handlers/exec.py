@@ -22,13 +22,14 @@ import psutil
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.method_params import PaneExecParams, PaneProcsParams
 from pebrel.model import (
     EXEC_DEFAULT_MAX_OUTPUT_BYTES,
     EXEC_DEFAULT_TIMEOUT_MS,
     EXEC_MAX_OUTPUT_BYTES,
 )
 from pebrel.router import links
-from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.handlers import Handler, Result
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
 
@@ -88,31 +89,31 @@ def _spawn_failure(pane: Pane, argv: list[str], cwd: str, error: str) -> PebrelE
     )
 
 
-def _check_exec_params(params: Params) -> tuple[list[str], int, int]:
-    argv: list[str] = params["argv"]
+def _check_exec_params(params: PaneExecParams) -> tuple[list[str], int, int]:
+    argv = params["argv"]
     if not argv or not argv[0]:
         raise PebrelError(ErrorCode.INVALID_PARAMS, "argv must name a program", {"field": "argv"})
     if any("\0" in arg for arg in argv):
         raise PebrelError(
             ErrorCode.INVALID_PARAMS, "argv must not contain NUL characters", {"field": "argv"}
         )
-    limit: int = params.get("max_output_bytes", EXEC_DEFAULT_MAX_OUTPUT_BYTES)
+    limit = params.get("max_output_bytes", EXEC_DEFAULT_MAX_OUTPUT_BYTES)
     if not 1 <= limit <= EXEC_MAX_OUTPUT_BYTES:
         raise PebrelError(
             ErrorCode.INVALID_PARAMS,
             f"max_output_bytes must be between 1 and {EXEC_MAX_OUTPUT_BYTES} (16 MiB)",
             {"field": "max_output_bytes", "maximum": EXEC_MAX_OUTPUT_BYTES},
         )
-    timeout_ms: int = params.get("timeout_ms", EXEC_DEFAULT_TIMEOUT_MS)
+    timeout_ms = params.get("timeout_ms", EXEC_DEFAULT_TIMEOUT_MS)
     return argv, limit, timeout_ms
 
 
-async def exec_(rt: Runtime, params: Params) -> Result:
+async def exec_(rt: Runtime, params: PaneExecParams) -> Result:
     """Run argv in the pane's cwd, capture the tail of both streams, return when it exits.
 
-    Errors: invalid_params (bad argv or max_output_bytes), target_not_found,
-    ambiguous_target, invalid_state (the pane exited or its worker is gone), action_failed
-    (the program could not be started: details carry errno and argv0), runtime_timeout.
+    A bad argv or max_output_bytes is invalid_params, an exited pane (or a gone worker)
+    invalid_state, a program that could not be started action_failed (details carry errno
+    and argv0). The method's codes are the schema's list.
     """
     argv, limit, timeout_ms = _check_exec_params(params)
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
@@ -228,11 +229,10 @@ def process_tree(shell_pid: int, worker_pid: int | None) -> list[dict[str, Any]]
     return ordered
 
 
-async def procs(rt: Runtime, params: Params) -> Result:
+async def procs(rt: Runtime, params: PaneProcsParams) -> Result:
     """The real process tree under the pane's shell (R6.4): shell first, then descendants.
 
-    An exited pane has `root_pid` null and no processes. Errors: target_not_found,
-    ambiguous_target.
+    An exited pane has `root_pid` null and no processes.
     """
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
     if pane.exited or pane.pid is None:

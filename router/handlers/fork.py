@@ -29,13 +29,20 @@ import psutil
 from pebrel import proctree
 from pebrel.agentkinds import classify
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.method_params import AgentForkParams
 from pebrel.model import READY_DEFAULT_TIMEOUT_MS
 from pebrel.router import gitops
 from pebrel.router.agents import NamedAgent
-from pebrel.router.handlers import Handler, Params, Result, pane_io
-from pebrel.router.handlers.agent import record, start_argv, wait_ready
+from pebrel.router.handlers import Handler, Result
+from pebrel.router.handlers.agent import record
+from pebrel.router.handlers.agent_start import (
+    claim_name,
+    launch_agent,
+    start_argv,
+    wait_ready,
+)
 from pebrel.router.handlers.input_common import pane_ids
-from pebrel.router.handlers.tab import new as new_tab
+from pebrel.router.handlers.tab import open_tab
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
 
@@ -53,7 +60,7 @@ def invalid(message: str, details: dict[str, Any]) -> PebrelError:
     return PebrelError(ErrorCode.INVALID_PARAMS, message, details)
 
 
-def source_of(rt: Runtime, params: Params) -> tuple[str, int]:
+def source_of(rt: Runtime, params: AgentForkParams) -> tuple[str, int]:
     """(source cwd, window id of the new tab), from a pane or an absolute source_cwd."""
     pane_id, cwd = params.get("source_pane_id"), params.get("source_cwd")
     if (pane_id is None) == (cwd is None):
@@ -73,35 +80,19 @@ def source_of(rt: Runtime, params: Params) -> tuple[str, int]:
     return cwd, rt.state.window(params.get("window_id")).window_id
 
 
-def name_free(rt: Runtime, name: str) -> None:
-    if rt.state.registry.active_named(name) is not None:
-        raise PebrelError(
-            ErrorCode.AGENT_NAME_CONFLICT,
-            f"an active agent is already named {name!r}",
-            {"name": name},
-        )
-
-
 async def dispatch(
     rt: Runtime,
     window_id: int,
-    params: Params,
+    params: AgentForkParams,
     argv: list[str],
     wt: gitops.Worktree,
     opened: list[Pane],
 ) -> tuple[NamedAgent, Pane]:
     """A tab with the worktree as cwd, the agent registered in it, its start command typed."""
-    opened_tab = await new_tab(rt, {"window_id": window_id, "cwd": wt.path})
-    pane = rt.state.panes[(opened_tab["window_id"], opened_tab["pane_id"])]
+    pane = await open_tab(rt, rt.state.window(window_id), wt.path)
     opened.append(pane)
-    name_free(rt, params["name"])
-    agent = rt.state.registry.register(
-        params["name"], params["kind"], pane.window_id, pane.pane_id, managed=True
-    )
-    agent.worktree = wt.provenance()
-    pane.agents.bound = agent
-    rt.commit()
-    await pane_io.prompt(rt, {**pane_ids(pane), "text": shlex.join(argv)})
+    line = shlex.join(argv)
+    agent = await launch_agent(rt, pane, params["name"], params["kind"], line, wt.provenance())
     return agent, pane
 
 
@@ -153,12 +144,12 @@ def kept(exc: PebrelError, wt: gitops.Worktree) -> PebrelError:
     return exc
 
 
-async def fork(rt: Runtime, params: Params) -> Result:
+async def fork(rt: Runtime, params: AgentForkParams) -> Result:
     source_cwd, window_id = source_of(rt, params)
     path = params.get("path")
     if path is not None and not os.path.isabs(path):
         raise invalid(f"path {path!r} is not absolute", {"path": path})
-    name_free(rt, params["name"])
+    claim_name(rt, params["name"])
     argv = start_argv(params["kind"], None)
     wt = await gitops.create(
         source_cwd,

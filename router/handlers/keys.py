@@ -17,9 +17,10 @@ from typing import Any
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.keys import encode_key
+from pebrel.method_params import PanePasteParams, PaneSendKeyParams
 from pebrel.model import MAX_PROMPT_BYTES
 from pebrel.router import links
-from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.handlers import Handler, Result
 from pebrel.router.handlers.input_common import (
     mark_submitted,
     pane_ids,
@@ -53,15 +54,15 @@ def _submits(key: str, control: bool, alt: bool) -> bool:
     return key == "enter" or (control and key in SUBMIT_CONTROL_LETTERS)
 
 
-async def send_key(rt: Runtime, params: Params) -> Result:
+async def send_key(rt: Runtime, params: PaneSendKeyParams) -> Result:
     """Write a named key `repeat` times, encoded for the terminal's current mode (R4.3)."""
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
-    key: str = params["key"]
-    modifiers: dict[str, bool] = params.get("modifiers", {})
+    key = params["key"]
+    modifiers = params.get("modifiers", {})
     control = modifiers.get("control", False)
     alt = modifiers.get("alt", False)
     shift = modifiers.get("shift", False)
-    repeat: int = params.get("repeat", 1)
+    repeat = params.get("repeat", 1)
     not_sent: dict[str, Any] = {"submitted": False}
     try:
         encode_key(key, control=control, alt=alt, shift=shift, app_cursor=False)
@@ -137,11 +138,9 @@ async def _settle_prompt(rt: Runtime, pane: Pane, not_sent: dict[str, Any]) -> N
     require_unlocked(pane, not_sent)
 
 
-async def paste(rt: Runtime, params: Params) -> Result:
-    """Bracketed paste, then (by default) Enter as a separate write (R4.2)."""
-    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
-    data = check_paste_text(params["text"])
-    submit: bool = params.get("submit", True)
+async def paste_text(rt: Runtime, pane: Pane, text: str, submit: bool = True) -> Result:
+    """Bracketed paste, then (with ``submit``) Enter as a separate write (R4.2)."""
+    data = check_paste_text(text)
     not_sent: dict[str, Any] = {"submitted": False}
     require_live(pane, not_sent)
     require_unlocked(pane, not_sent)
@@ -166,6 +165,11 @@ async def paste(rt: Runtime, params: Params) -> Result:
             baseline = mark_submitted(rt, pane)
             await write_input(rt, pane, b"\r")
     return submitted_result(rt, pane, baseline)
+
+
+async def paste(rt: Runtime, params: PanePasteParams) -> Result:
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    return await paste_text(rt, pane, params["text"], params.get("submit", True))
 
 
 METHODS: Mapping[str, Handler] = {"pane.send_key": send_key, "pane.paste": paste}

@@ -5,21 +5,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.method_params import PaneResizeParams, PaneZoomParams, TabMoveParams, TabRenameParams
 from pebrel.router import layout, sizing
-from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.handlers import Handler, Result
 from pebrel.router.runtime import Runtime
+from pebrel.router.state import Pane, Window
 
 
-async def zoom(rt: Runtime, params: Params) -> Result:
-    """Explicit, idempotent zoom: `zoomed: true` zooms this pane, `false` unzooms the tab."""
-    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+def zoom_pane(rt: Runtime, pane: Pane, zoomed: bool) -> Result:
+    """Explicit, idempotent zoom: `zoomed` zooms this pane, else unzooms the tab."""
     window, index, tab = rt.state.locate(pane)
-    wanted = pane.pane_id if params["zoomed"] else None
-    if not params["zoomed"] and tab.zoomed_pane not in (None, pane.pane_id):
+    wanted = pane.pane_id if zoomed else None
+    if not zoomed and tab.zoomed_pane not in (None, pane.pane_id):
         wanted = tab.zoomed_pane  # unzooming a pane that is not the zoomed one changes nothing
     changed = tab.zoomed_pane != wanted
     tab.zoomed_pane = wanted
-    if params["zoomed"]:
+    if zoomed:
         tab.focused_pane = pane.pane_id
     sizing.resize_tab(rt, window, tab)
     rt.commit()
@@ -32,8 +33,14 @@ async def zoom(rt: Runtime, params: Params) -> Result:
     }
 
 
-async def resize(rt: Runtime, params: Params) -> Result:
-    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+async def zoom(rt: Runtime, params: PaneZoomParams) -> Result:
+    return zoom_pane(
+        rt, rt.state.pane(params.get("window_id"), params["pane_id"]), params["zoomed"]
+    )
+
+
+def resize_pane(rt: Runtime, pane: Pane, ratio: float) -> Result:
+    """Set the pane's share of its direct parent split (`invalid_state` if it is alone)."""
     window, index, tab = rt.state.locate(pane)
     if layout.parent_split(tab.root, pane.pane_id) is None:
         raise PebrelError(
@@ -41,7 +48,7 @@ async def resize(rt: Runtime, params: Params) -> Result:
             f"pane {pane.pane_id} is alone in its tab: there is no split to resize",
             {"window_id": pane.window_id, "pane_id": pane.pane_id},
         )
-    ratio = round(float(params["ratio"]), 6)
+    ratio = round(float(ratio), 6)
     tab.root = layout.set_ratio(tab.root, pane.pane_id, ratio)
     sizing.resize_tab(rt, window, tab)
     rt.commit()
@@ -55,23 +62,34 @@ async def resize(rt: Runtime, params: Params) -> Result:
     }
 
 
-async def rename(rt: Runtime, params: Params) -> Result:
-    window, tab = rt.state.tab(params.get("window_id"), params["tab_index"])
-    name = params["name"]
+async def resize(rt: Runtime, params: PaneResizeParams) -> Result:
+    return resize_pane(
+        rt, rt.state.pane(params.get("window_id"), params["pane_id"]), params["ratio"]
+    )
+
+
+def rename_tab(rt: Runtime, window: Window, tab_index: int, name: str | None) -> Result:
+    """Set or (``None``) clear a tab's custom name; a blank name is `invalid_params`."""
+    window, tab = rt.state.tab(window.window_id, tab_index)
     if name is not None and not name.strip():
         raise PebrelError(ErrorCode.INVALID_PARAMS, "name must not be blank; use null to clear")
     tab.custom_name = name
     rt.commit()
-    record = rt.state.snapshot_tab(window.window_id, params["tab_index"])
+    record = rt.state.snapshot_tab(window.window_id, tab_index)
     return {
         "window_id": window.window_id,
-        "tab_index": params["tab_index"],
+        "tab_index": tab_index,
         "name": record["name"],
         "custom_name": record["custom_name"],
     }
 
 
-async def move(rt: Runtime, params: Params) -> Result:
+async def rename(rt: Runtime, params: TabRenameParams) -> Result:
+    window = rt.state.window(params.get("window_id"))
+    return rename_tab(rt, window, params["tab_index"], params["name"])
+
+
+async def move(rt: Runtime, params: TabMoveParams) -> Result:
     window, tab = rt.state.tab(params.get("window_id"), params["tab_index"])
     to_index = params["to_index"]
     if to_index >= len(window.tabs):

@@ -6,27 +6,30 @@ import os
 from collections.abc import Mapping
 
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.method_params import DirectionWord, PaneCloseParams, PaneSplitParams
 from pebrel.model import DIRECTIONS
 from pebrel.router import layout, sizing
-from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.handlers import Handler, Result
+from pebrel.router.handlers.window import placed, shell_for
 from pebrel.router.runtime import Runtime
 from pebrel.router.spawn import spawn_pane
-from pebrel.shellids import default_shell, resolve_shell
+from pebrel.router.state import Pane
 
 #: Stands for the new pane in the layout planned before its id is allocated.
 _PLANNED = -1
 
 
-async def split(rt: Runtime, params: Params) -> Result:
-    target = rt.state.pane(params.get("window_id"), params.get("pane_id"))
-    direction = DIRECTIONS[params["direction"]]
-    shell_id = params.get("shell")
-    shell = (
-        resolve_shell(shell_id, rt.settings)
-        if shell_id
-        else default_shell(rt.settings, rt.base_env)
-    )
-    directory = rt.check_cwd(params.get("cwd")) or rt.check_cwd(shell.cwd)
+async def split_pane(
+    rt: Runtime,
+    target: Pane,
+    direction_word: DirectionWord,
+    cwd: str | None = None,
+    shell_id: str | None = None,
+) -> Pane:
+    """Split ``target``; the new pane is second in the split and gets focus."""
+    direction = DIRECTIONS[direction_word]
+    shell = shell_for(rt, shell_id)
+    directory = rt.check_cwd(cwd) or rt.check_cwd(shell.cwd)
     if directory is None:
         # The split pane's cwd, unless that directory is gone by now.
         exists = os.path.isabs(target.cwd) and os.path.isdir(target.cwd)
@@ -63,10 +66,16 @@ async def split(rt: Runtime, params: Params) -> Result:
     rt.state.focused_window = window.window_id
     sizing.resize_tab(rt, window, tab)
     rt.commit()
-    return {"window_id": window.window_id, "tab_index": index, "pane_id": pane.pane_id}
+    return pane
 
 
-async def close(rt: Runtime, params: Params) -> Result:
+async def split(rt: Runtime, params: PaneSplitParams) -> Result:
+    target = rt.state.pane(params.get("window_id"), params.get("pane_id"))
+    pane = await split_pane(rt, target, params["direction"], params.get("cwd"), params.get("shell"))
+    return placed(rt, pane)
+
+
+async def close(rt: Runtime, params: PaneCloseParams) -> Result:
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
     if not pane.exited and pane.tracker.busy and not params.get("confirm", False):
         raise PebrelError(

@@ -10,6 +10,7 @@ from pebrel import messages as m
 from pebrel.envelope import EncodedResult, dump_value
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.inputs import check_prompt_text
+from pebrel.method_params import PanePromptParams, PaneReadParams, PaneRunParams, PaneWaitParams
 from pebrel.model import (
     READ_DEFAULT_LINES,
     READ_MAX_BYTES,
@@ -17,7 +18,7 @@ from pebrel.model import (
     WAIT_DEFAULT_TIMEOUT_MS,
 )
 from pebrel.router import links
-from pebrel.router.handlers import Method, Params, Result
+from pebrel.router.handlers import Method, Result
 from pebrel.router.handlers.input_common import (
     pane_ids,
     require_live,
@@ -40,14 +41,18 @@ WATCH_RENEW_S = 0.25
 RUN_START_TIMEOUT_S = 5.0
 
 
-async def prompt(rt: Runtime, params: Params) -> Result:
-    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
-    data = check_prompt_text(params["text"])
-    submit = params.get("submit", True)
+async def prompt_pane(rt: Runtime, pane: Pane, text: str, submit: bool = True) -> Result:
+    """Type one line of plain text and, with ``submit``, Enter as a separate write (R4.1)."""
+    data = check_prompt_text(text)
     require_live(pane, {"submitted": False})
     require_unlocked(pane, {"submitted": False})
     baseline = await submit_line(rt, pane, data, submit)
     return submitted_result(rt, pane, baseline)
+
+
+async def prompt(rt: Runtime, params: PanePromptParams) -> Result:
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    return await prompt_pane(rt, pane, params["text"], params.get("submit", True))
 
 
 async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
@@ -118,15 +123,13 @@ def _state_part(pane: Pane) -> Result:
     }
 
 
-async def read_result(rt: Runtime, params: Params) -> Result:
+async def read_result(rt: Runtime, pane: Pane, lines: int = READ_DEFAULT_LINES) -> Result:
     """pane.read's result as a dict (agent.read adds the agent's identity to it)."""
-    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
-    lines = params.get("lines", READ_DEFAULT_LINES)
     kept = await _kept_read(rt, pane, lines)
     return {**_screen_part(pane, lines, kept.reply), **_state_part(pane)}
 
 
-async def read(rt: Runtime, params: Params) -> EncodedResult:
+async def read(rt: Runtime, params: PaneReadParams) -> EncodedResult:
     """pane.read, encoded (see read_json)."""
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
     lines = params.get("lines", READ_DEFAULT_LINES)
@@ -149,9 +152,9 @@ def _closed(pane: Pane, extra: dict[str, Any]) -> PebrelError:
     )
 
 
-async def wait(rt: Runtime, params: Params) -> Result:
+async def wait(rt: Runtime, params: PaneWaitParams) -> Result:
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
-    target: str = params["state"]
+    target = params["state"]
     after_seq: int | None = params.get("after_seq")
     timeout_s = params.get("timeout_ms", WAIT_DEFAULT_TIMEOUT_MS) / 1000
     deadline = time.monotonic() + timeout_s
@@ -191,10 +194,16 @@ def _not_at_prompt(pane: Pane) -> PebrelError:
     )
 
 
-async def run(rt: Runtime, params: Params) -> Result:
-    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
-    data = check_prompt_text(params["command"], "command")
-    timeout_s = params.get("timeout_ms", RUN_DEFAULT_TIMEOUT_MS) / 1000
+async def run_command(
+    rt: Runtime,
+    pane: Pane,
+    command: str,
+    wait: bool = True,
+    timeout_ms: int = RUN_DEFAULT_TIMEOUT_MS,
+) -> Result:
+    """Type ``command`` at the shell prompt; with ``wait``, return its exit code (R6.2)."""
+    data = check_prompt_text(command, "command")
+    timeout_s = timeout_ms / 1000
     not_sent = {"submitted": False}
     require_live(pane, not_sent)
     if not pane.integrated:
@@ -227,7 +236,7 @@ async def run(rt: Runtime, params: Params) -> Result:
     baseline, number = typed
     submitted_at = time.monotonic()
     rt.commit()
-    if not params.get("wait", True):
+    if not wait:
         return {
             "status": "started",
             "exit_code": None,
@@ -280,6 +289,17 @@ async def run(rt: Runtime, params: Params) -> Result:
         "state_change_seq": tracker.seq,
         **pane_ids(pane),
     }
+
+
+async def run(rt: Runtime, params: PaneRunParams) -> Result:
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    return await run_command(
+        rt,
+        pane,
+        params["command"],
+        params.get("wait", True),
+        params.get("timeout_ms", RUN_DEFAULT_TIMEOUT_MS),
+    )
 
 
 METHODS: Mapping[str, Method] = {

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from pebrel import PROTOCOL, PROTOCOL_VERSION, SUPPORTED_VERSIONS, __version__
 from pebrel.envcontract import describe_env
 from pebrel.envelope import EncodedResult
-from pebrel.router.handlers import Method, Params, Result
+from pebrel.method_params import NoParams
+from pebrel.router.handlers import Method, Result
 from pebrel.router.runtime import Runtime
 from pebrel.schema import method_names
 
@@ -26,7 +27,7 @@ FEATURES = (
 NOT_SUPPORTED = ("ssh_panes", "windows_host")
 
 
-async def describe(rt: Runtime, params: Params) -> Result:
+async def describe(rt: Runtime, params: NoParams) -> Result:
     return {
         "app": "pebrel",
         "version": __version__,
@@ -43,7 +44,7 @@ async def describe(rt: Runtime, params: Params) -> Result:
     }
 
 
-async def snapshot(rt: Runtime, params: Params) -> EncodedResult:
+async def snapshot(rt: Runtime, params: NoParams) -> EncodedResult:
     return EncodedResult(rt.state.snapshot_json(), reusable=True)  # until the next revision
 
 

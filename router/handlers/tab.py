@@ -5,26 +5,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.method_params import TabCloseParams, TabNewParams
 from pebrel.model import DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS
-from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.handlers import Handler, Result
+from pebrel.router.handlers.window import shell_for
 from pebrel.router.runtime import Runtime
 from pebrel.router.spawn import spawn_pane
-from pebrel.router.state import new_tab
-from pebrel.shellids import default_shell, resolve_shell
+from pebrel.router.state import Pane, Window, new_tab
 
 
-async def new(rt: Runtime, params: Params) -> Result:
-    window = rt.state.window(params.get("window_id"))
-    shell_id = params.get("shell")
-    shell = (
-        resolve_shell(shell_id, rt.settings)
-        if shell_id
-        else default_shell(rt.settings, rt.base_env)
-    )
-    directory = rt.check_cwd(params.get("cwd")) or rt.check_cwd(shell.cwd) or rt.launch_cwd
+async def open_tab(
+    rt: Runtime,
+    window: Window,
+    cwd: str | None = None,
+    shell_id: str | None = None,
+    cols: int | None = None,
+    rows: int | None = None,
+) -> Pane:
+    """A new active tab in ``window`` with one pane; the size defaults to the active tab's."""
+    shell = shell_for(rt, shell_id)
+    directory = rt.check_cwd(cwd) or rt.check_cwd(shell.cwd) or rt.launch_cwd
     current = window.tabs[window.active_tab] if window.tabs else None
-    cols = params.get("cols", current.cols if current else DEFAULT_TAB_COLS)
-    rows = params.get("rows", current.rows if current else DEFAULT_TAB_ROWS)
+    if cols is None:
+        cols = current.cols if current else DEFAULT_TAB_COLS
+    if rows is None:
+        rows = current.rows if current else DEFAULT_TAB_ROWS
     pane = await spawn_pane(rt, window, shell, directory, cols, rows)
     if window.window_id not in rt.state.windows:
         await rt.close_panes([pane])
@@ -38,10 +43,18 @@ async def new(rt: Runtime, params: Params) -> Result:
     window.active_tab = len(window.tabs) - 1
     rt.state.focused_window = window.window_id
     rt.commit()
+    return pane
+
+
+async def new(rt: Runtime, params: TabNewParams) -> Result:
+    window = rt.state.window(params.get("window_id"))
+    pane = await open_tab(
+        rt, window, params.get("cwd"), params.get("shell"), params.get("cols"), params.get("rows")
+    )
     return {"window_id": window.window_id, "tab_index": window.active_tab, "pane_id": pane.pane_id}
 
 
-async def close(rt: Runtime, params: Params) -> Result:
+async def close(rt: Runtime, params: TabCloseParams) -> Result:
     window, tab = rt.state.tab(params.get("window_id"), params["tab_index"])
     panes = rt.state.tab_panes(window.window_id, tab)
     busy = rt.busy_panes(panes)

@@ -5,12 +5,34 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.method_params import (
+    LegacyAttachParams,
+    WindowCloseParams,
+    WindowCreateParams,
+    WindowFocusParams,
+)
 from pebrel.model import DEFAULT_TAB_COLS, DEFAULT_TAB_ROWS
-from pebrel.router.handlers import Handler, Params, Result
+from pebrel.router.handlers import Handler, Result
 from pebrel.router.runtime import Runtime
 from pebrel.router.spawn import spawn_pane
-from pebrel.router.state import Window, new_tab
-from pebrel.shellids import default_shell, resolve_shell
+from pebrel.router.state import Pane, Window, new_tab
+from pebrel.shellids import ShellChoice, default_shell, resolve_shell
+
+
+def placed(rt: Runtime, pane: Pane) -> Result:
+    """Where a pane sits: `window_id`, `tab_index`, `pane_id` (what creating or focusing one
+    answers)."""
+    window, index, _ = rt.state.locate(pane)
+    return {"window_id": window.window_id, "tab_index": index, "pane_id": pane.pane_id}
+
+
+def shell_for(rt: Runtime, shell_id: str | None) -> ShellChoice:
+    """The named shell or profile (`invalid_shell` if unknown), else the default shell."""
+    return (
+        resolve_shell(shell_id, rt.settings)
+        if shell_id
+        else default_shell(rt.settings, rt.base_env)
+    )
 
 
 async def open_window(
@@ -20,11 +42,7 @@ async def open_window(
     cols: int = DEFAULT_TAB_COLS,
     rows: int = DEFAULT_TAB_ROWS,
 ) -> Result:
-    shell = (
-        resolve_shell(shell_id, rt.settings)
-        if shell_id
-        else default_shell(rt.settings, rt.base_env)
-    )
+    shell = shell_for(rt, shell_id)
     directory = rt.check_cwd(cwd) or rt.check_cwd(shell.cwd) or rt.launch_cwd
     window = Window(window_id=rt.state.allocate_window_id())
     pane = await spawn_pane(rt, window, shell, directory, cols, rows)
@@ -35,7 +53,7 @@ async def open_window(
     return {"window_id": window.window_id, "tab_index": 0, "pane_id": pane.pane_id}
 
 
-async def create(rt: Runtime, params: Params) -> Result:
+async def create(rt: Runtime, params: WindowCreateParams) -> Result:
     return await open_window(
         rt,
         params.get("cwd"),
@@ -45,16 +63,8 @@ async def create(rt: Runtime, params: Params) -> Result:
     )
 
 
-async def focus(rt: Runtime, params: Params) -> Result:
-    window_id, pane_id = params.get("window_id"), params.get("pane_id")
-    if window_id is None and pane_id is None:
-        raise PebrelError(ErrorCode.INVALID_PARAMS, "give window_id, pane_id or both")
-    if pane_id is None:
-        window = rt.state.window(window_id)
-        tab = window.tabs[window.active_tab]
-        target = rt.state.panes[(window.window_id, tab.focused_pane)]
-    else:
-        target = rt.state.pane(window_id, pane_id)
+def focus_pane(rt: Runtime, target: Pane) -> Result:
+    """Focus a pane with its tab and window."""
     window, index, tab = rt.state.locate(target)
     rt.state.focused_window = window.window_id
     window.active_tab = index
@@ -63,7 +73,15 @@ async def focus(rt: Runtime, params: Params) -> Result:
     return {"window_id": window.window_id, "tab_index": index, "pane_id": target.pane_id}
 
 
-async def close(rt: Runtime, params: Params) -> Result:
+async def focus(rt: Runtime, params: WindowFocusParams) -> Result:
+    """A pane, or a window's focused pane (of its active tab)."""
+    window_id, pane_id = params.get("window_id"), params.get("pane_id")
+    if window_id is None and pane_id is None:
+        raise PebrelError(ErrorCode.INVALID_PARAMS, "give window_id, pane_id or both")
+    return focus_pane(rt, rt.state.pane(window_id, pane_id))
+
+
+async def close(rt: Runtime, params: WindowCloseParams) -> Result:
     window = rt.state.window(params.get("window_id"))
     panes = [p for tab in window.tabs for p in rt.state.tab_panes(window.window_id, tab)]
     busy = rt.busy_panes(panes)
@@ -81,7 +99,7 @@ async def close(rt: Runtime, params: Params) -> Result:
     return {"window_id": window.window_id, "closed_pane_ids": [p.pane_id for p in panes]}
 
 
-async def attach(rt: Runtime, params: Params) -> Result:
+async def attach(rt: Runtime, params: LegacyAttachParams) -> Result:
     """Legacy `ATTACH <token> [cwd]`: focus window 1 (or the first one), creating one if none."""
     if not rt.state.windows:
         return await open_window(rt, params.get("cwd"), None)
