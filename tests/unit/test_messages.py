@@ -15,6 +15,8 @@ import msgpack
 import pytest
 
 from pebrel import messages as m
+from pebrel.messages import commands, facts, frontend, replies
+from pebrel.messages import exec as execs
 
 MESSAGE_TYPES = m.all_message_types()
 
@@ -65,6 +67,32 @@ def test_registry_is_keyed_by_each_types_own_name() -> None:
         assert name and cls.type == name
         assert dataclasses.is_dataclass(cls) and issubclass(cls, m.Message)
     assert len({cls.type for cls in MESSAGE_TYPES.values()}) == len(MESSAGE_TYPES)
+
+
+def test_every_message_of_every_family_is_registered_and_exported() -> None:
+    """A message type left out of its family's MESSAGES could not be decoded: none is."""
+    defined = {
+        cls
+        for family in (frontend, commands, replies, facts, execs)
+        for cls in vars(family).values()
+        if isinstance(cls, type)
+        and issubclass(cls, m.Message)
+        and cls.__module__ == family.__name__
+    }
+    assert defined == set(MESSAGE_TYPES.values())
+    for cls in defined:
+        assert getattr(m, cls.__name__) is cls
+
+
+def test_replies_and_facts_share_their_bases() -> None:
+    """A reply is matched by its request_id, a fact names its pane: both lead their fields."""
+    answers = {cls for cls in MESSAGE_TYPES.values() if issubclass(cls, m.Reply)}
+    reported = {cls for cls in MESSAGE_TYPES.values() if issubclass(cls, m.PaneFact)}
+    assert m.ScreenRead in answers and m.ExecFinished in answers and m.PaneExited in reported
+    for answer in answers:
+        assert next(iter(fields_of(answer))) == "request_id"
+    for fact in reported:
+        assert list(fields_of(fact))[:2] == ["window_id", "pane_id"]
 
 
 @pytest.mark.parametrize("name", sorted(MESSAGE_TYPES))
