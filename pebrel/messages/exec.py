@@ -22,7 +22,8 @@ class RunExec(Message):
 
 @dataclass(frozen=True, slots=True)
 class ExecFinished(Reply):
-    """Outcome of a RunExec: the kept tail of each stream and how much was produced."""
+    """Outcome of a RunExec: the kept tail of each stream and how much was produced, or why
+    the program could not be started."""
 
     type: ClassVar[str] = "exec_finished"
     exit_code: int | None
@@ -34,7 +35,11 @@ class ExecFinished(Reply):
     timed_out: bool
     duration_ms: int
     cwd: str
+    #: Why the program could not be started (None: it was), as in
+    #: ``No such file or directory: 'x'``.
     error: str | None
+    #: The errno of that failure by name (``ENOENT``), when it has one.
+    errno_name: str | None
 
 
 MESSAGES: tuple[type[Message], ...] = (
