@@ -1,8 +1,8 @@
 """The fork server's records (router/forkserver.py <-> workers/forkserver.py): JSON lines.
 
-Each is a small frozen record with a ``type``, one JSON object per line on the wire (the
-fork server has no msgpack to spare: it stays small, and its children inherit what it
-imported). Who writes which, and where:
+Each is a small frozen record with a ``type``, one JSON object per line on the wire (a line
+is easy to delimit on a pipe several processes write to, and to read in a trace). Who writes
+which, and where:
 
   router -> server (stdin):      SpawnWorker (no spare at hand: fork a child for it),
                                  SpareTaken (the router wrote a config to that spare)
