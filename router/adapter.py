@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -70,6 +71,13 @@ class Frontend:
         self.legacy_ids = itertools.count(1)
         self.stop = asyncio.Event()
         self.answers = AnswerCache()  # router/answers.py
+        self.from_router: dict[type[m.Message], Callable[[Any], None]] = {
+            m.RequestAnswered: self.request_answered,
+            m.AnswersStale: self.answers_stale,
+            m.AnswersRenewed: self.answers_renewed,
+            m.SnapshotChanged: self.on_snapshot,
+            m.StopFrontend: self.stop_frontend,
+        }
 
     def to_router(self, message: m.Message) -> None:
         if self.link is None or not self.link.send(message):
@@ -207,21 +215,25 @@ class Frontend:
 
     # -- router side -------------------------------------------------------------------------------
     def on_router_message(self, message: m.Message) -> None:
-        if isinstance(message, m.RequestAnswered):
-            if message.cache_slot:
-                reusable = message.ok and message.reusable
-                self.answers.answered(message.cache_slot, message.result_json if reusable else None)
-            self.on_answer(message)
-        elif isinstance(message, m.AnswersStale):
-            self.answers.stale(message.window_id, message.pane_id)
-        elif isinstance(message, m.AnswersRenewed):
-            self.answers.renew(
-                message.window_id, message.pane_id, message.lines, message.result_json
-            )
-        elif isinstance(message, m.SnapshotChanged):
-            self.on_snapshot(message)
-        elif isinstance(message, m.StopFrontend):
-            self.stop.set()
+        """A message from the router, by its type (``self.from_router``)."""
+        handle = self.from_router.get(type(message))
+        if handle is not None:
+            handle(message)
+
+    def request_answered(self, message: m.RequestAnswered) -> None:
+        if message.cache_slot:
+            reusable = message.ok and message.reusable
+            self.answers.answered(message.cache_slot, message.result_json if reusable else None)
+        self.on_answer(message)
+
+    def answers_stale(self, message: m.AnswersStale) -> None:
+        self.answers.stale(message.window_id, message.pane_id)
+
+    def answers_renewed(self, message: m.AnswersRenewed) -> None:
+        self.answers.renew(message.window_id, message.pane_id, message.lines, message.result_json)
+
+    def stop_frontend(self, message: m.StopFrontend) -> None:
+        self.stop.set()
 
     def on_answer(self, answer: m.RequestAnswered) -> None:
         conn = self.connections.get(answer.connection_id)

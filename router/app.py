@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import types
-from collections.abc import Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from pebrel.entrypoints import module_argv
 from pebrel.envelope import EncodedResult
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
+from pebrel.router import facts
 from pebrel.router.answer_sync import AnswerSync
 from pebrel.router.forkserver import ForkServer
 from pebrel.router.handlers import Method, delegate, events, window
@@ -89,6 +90,12 @@ class RouterApp:
         self.rt.on_revision = self.publish
         self.answers = AnswerSync(self.rt, self.to_frontend)  # router/answer_sync.py
         delegate.deliver_answers(self.rt)  # agent.delegate: answers go back to their origin
+        self.from_frontend: dict[type[m.Message], Callable[[Any], None]] = {
+            m.HandleRequest: self.start_request,
+            m.ConnectionClosed: lambda closed: self.subscribers.discard(closed.connection_id),
+            m.AnswerUsed: lambda used: self.answers.used(used.method, used.params),
+            m.FrontendStarted: self.frontend_started,
+        }
 
     # -- sockets ---------------------------------------------------------------------------------
     def to_frontend(self, message: m.Message) -> None:
@@ -121,7 +128,7 @@ class RouterApp:
                     continue
                 logger.debug("worker fact %s", message)
                 try:
-                    self.rt.on_worker_message(message, identity)
+                    facts.on_worker_message(self.rt, message, identity)
                 except Exception:
                     logger.exception(
                         "router failed to handle a message", extra={"type": message.type}
@@ -165,17 +172,13 @@ class RouterApp:
             self.answer(request, False, error=failure.to_wire())
 
     def on_frontend_message(self, message: m.Message) -> None:
-        if isinstance(message, m.HandleRequest):
-            self.start_request(message)
-        elif isinstance(message, m.ConnectionClosed):
-            self.subscribers.discard(message.connection_id)
-        elif isinstance(message, m.AnswerUsed):
-            self.answers.used(message.method, message.params)
-        elif (
-            isinstance(message, m.FrontendStarted)
-            and self.frontend_port is not None
-            and not self.frontend_port.done()
-        ):
+        """A message from the frontend adapter, by its type (``self.from_frontend``)."""
+        handle = self.from_frontend.get(type(message))
+        if handle is not None:
+            handle(message)
+
+    def frontend_started(self, message: m.FrontendStarted) -> None:
+        if self.frontend_port is not None and not self.frontend_port.done():
             self.frontend_port.set_result(message.port)
 
     async def dispatch(self, request: m.HandleRequest) -> None:

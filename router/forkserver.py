@@ -3,12 +3,13 @@
 The server offers each spare it forks over the spares channel (a Unix socket): the spare's pid
 and the write end of its config pipe. A new pane's config goes straight to a spare held here,
 and the server hears afterwards that it was taken; with no spare at hand the config goes to
-the server, which forks a child for it and answers with its pid. Requests and replies are JSON
-lines on the server's stdin/stdout; replies are read without blocking the loop. A new worker
-writes its own report (its shell's pid) to the same stdout pipe, so a spawn resolves from its
-pid and the worker's ``shell_pid``. The server also reports every child's exit status, which
-is how the router learns that a worker died (workers are the fork server's children, not the
-router's), and that a spare it holds is gone.
+the server, which forks a child for it and answers with its pid. Requests and replies are the
+typed records of pebrel/messages/forkserver.py, JSON lines on the server's stdin/stdout;
+replies are read without blocking the loop. A new worker writes its own report (its shell's
+pid) to the same stdout pipe, so a spawn resolves from its pid and the worker's ``shell_pid``.
+The server also reports every child's exit status, which is how the router learns that a
+worker died (workers are the fork server's children, not the router's), and that a spare it
+holds is gone.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import logging
 import os
 import socket
@@ -27,6 +27,19 @@ from typing import Any, NamedTuple
 from pebrel import entrypoints, proctree
 from pebrel.entrypoints import module_argv
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.messages import MessageError
+from pebrel.messages.forkserver import (
+    ChildExited,
+    ForkFailed,
+    ForkRecord,
+    ShellReported,
+    SpareOffered,
+    SpareTaken,
+    SpawnWorker,
+    WorkerForked,
+    decode_line,
+    encode_line,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +68,7 @@ class _Spawn:
     def __init__(self, fut: asyncio.Future[SpawnReply]) -> None:
         self.fut = fut
         self.pid: int | None = None
-        self.report: dict[str, Any] | None = None
+        self.report: ShellReported | None = None
         self.exited = False
         self.returncode: int | None = None
 
@@ -67,7 +80,7 @@ class _Spawn:
         if not self.fut.done():
             asyncio.get_running_loop().call_later(REPORT_TIMEOUT_S, self.give_up)
 
-    def reported(self, report: dict[str, Any]) -> None:
+    def reported(self, report: ShellReported) -> None:
         self.report = report
         self.try_answer()
 
@@ -75,14 +88,7 @@ class _Spawn:
         """Answer once both lines are in."""
         if self.pid is None or self.report is None or self.fut.done():
             return
-        shell_pid = self.report.get("shell_pid")
-        self.fut.set_result(
-            SpawnReply(
-                self.pid,
-                None if shell_pid is None else int(shell_pid),
-                bool(self.report.get("integrated")),
-            )
-        )
+        self.fut.set_result(SpawnReply(self.pid, self.report.shell_pid, self.report.integrated))
 
     def time_out(self) -> None:
         if not self.fut.done():
@@ -175,7 +181,7 @@ class ForkServer:
         self.pending[request_id] = spawn
         taken: int | None = None
         try:
-            line = json.dumps({"id": request_id, "config": config}).encode() + b"\n"
+            line = encode_line(SpawnWorker(request_id, config))
             taken = self._to_spare(line) if use_spare else None
             if taken is None:
                 self._write(line)
@@ -194,7 +200,7 @@ class ForkServer:
         finally:
             self.pending.pop(request_id, None)
             if taken is not None:  # told once the start is answered: the server forks the
-                self._tell({"taken": taken})  # next spare then, not on the same cores now
+                self._tell(SpareTaken(taken))  # next spare then, not on the same cores now
         if spawn.exited:  # maybe after the answer, before this coroutine resumed
             lost = taken is not None and spawn.report is None
             return reply._replace(exited=True, returncode=spawn.returncode), lost
@@ -208,9 +214,9 @@ class ForkServer:
         self.proc.stdin.write(line)
         self.proc.stdin.flush()
 
-    def _tell(self, message: dict[str, Any]) -> None:
+    def _tell(self, record: ForkRecord) -> None:
         with contextlib.suppress(OSError, ValueError):  # it exited: its restart forks anew
-            self._write(json.dumps(message).encode() + b"\n")
+            self._write(encode_line(record))
 
     def _offered(self) -> None:
         """Take in the spares the server offers (a pid and its config pipe's write end)."""
@@ -229,15 +235,15 @@ class ForkServer:
                 asyncio.get_running_loop().remove_reader(self.channel.fileno())
                 return
             try:
-                pid = int(json.loads(data)["spare"])
-            except (ValueError, KeyError, TypeError):
-                pid = None
-            if pid is None or len(fds) != 1:
+                offer = decode_line(data)
+            except MessageError:
+                offer = None
+            if not isinstance(offer, SpareOffered) or len(fds) != 1:
                 logger.warning("unreadable spare offer from the fork server")
                 for fd in fds:
                     os.close(fd)
                 continue
-            self.spares[pid] = fds[0]
+            self.spares[offer.pid] = fds[0]
 
     def _to_spare(self, line: bytes) -> int | None:
         """Write ``line`` (a pane's config) to a spare; its pid, or None if none took it."""
@@ -300,39 +306,44 @@ class ForkServer:
         while b"\n" in self.buffer:
             line, self.buffer = self.buffer.split(b"\n", 1)
             try:
-                message = json.loads(line)
-            except ValueError:
+                record = decode_line(line)
+            except MessageError:
                 logger.warning("unreadable line from the fork server")
                 continue
-            self._handle(message)
+            self._handle(record)
 
-    def _handle(self, message: dict[str, Any]) -> None:
-        if "exited" in message:
-            pid = int(message["exited"])
-            fd = self.spares.pop(pid, None)
-            if fd is not None:  # a spare that died unused: nobody needs to hear of it
-                os.close(fd)
-                return
-            self.alive.discard(pid)
-            self.on_exit(pid, message.get("returncode"))
-            for waiting in self.pending.values():
-                if waiting.pid == pid:
-                    waiting.exited, waiting.returncode = True, message.get("returncode")
-                    waiting.give_up()  # if it died before reporting
+    def _handle(self, record: ForkRecord) -> None:
+        if isinstance(record, ChildExited):
+            self._exited(record)
             return
-        spawn = self.pending.get(message.get("id", -1))
+        if not isinstance(record, ShellReported | WorkerForked | ForkFailed):
+            logger.warning("unexpected record from the fork server", extra={"type": record.type})
+            return
+        spawn = self.pending.get(record.spawn_id)
         if spawn is None:
             return
-        if "shell_pid" in message:  # kept even after a give_up: the worker did report
-            spawn.reported(message)
+        if isinstance(record, ShellReported):  # kept even after a give_up: it did report
+            spawn.reported(record)
         elif spawn.fut.done():
             return
-        elif "pid" in message:
-            spawn.forked(int(message["pid"]))
+        elif isinstance(record, WorkerForked):
+            spawn.forked(record.pid)
         else:
             spawn.fut.set_exception(
-                PebrelError(ErrorCode.ACTION_FAILED, f"fork failed: {message.get('error')}")
+                PebrelError(ErrorCode.ACTION_FAILED, f"fork failed: {record.error}")
             )
+
+    def _exited(self, record: ChildExited) -> None:
+        fd = self.spares.pop(record.pid, None)
+        if fd is not None:  # a spare that died unused: nobody needs to hear of it
+            os.close(fd)
+            return
+        self.alive.discard(record.pid)
+        self.on_exit(record.pid, record.returncode)
+        for waiting in self.pending.values():
+            if waiting.pid == record.pid:
+                waiting.exited, waiting.returncode = True, record.returncode
+                waiting.give_up()  # if it died before reporting
 
     def _gone(self) -> None:
         """The fork server exited: its workers die with it (parent-death signal)."""

@@ -1,4 +1,8 @@
-"""Router-side handles of pane workers: request/reply with deadlines, kill, failure."""
+"""Router-side handles of pane workers: request/reply with deadlines, kill, failure.
+
+Every request the router has out to any worker is in one map, ``pending``, by request id: the
+ids come from one counter, so a reply is matched by its id alone, whichever link it came on.
+"""
 
 from __future__ import annotations
 
@@ -40,9 +44,6 @@ class WorkerLink:
     pane_id: int
     proc: WorkerProcess
     started: asyncio.Future[m.Message]
-    pending: dict[int, asyncio.Future[m.Message]] = field(default_factory=dict)
-    #: Run as a pending request's reply is handled, before any later message of the worker.
-    on_reply: dict[int, Callable[[m.Message], None]] = field(default_factory=dict)
     dead: bool = False
     gone: asyncio.Event = field(default_factory=asyncio.Event)
     #: The worker's ZeroMQ identity, from the routing frame of its PaneStarted (nothing is
@@ -52,14 +53,28 @@ class WorkerLink:
     size: tuple[int, int] | None = None
 
 
+@dataclass(slots=True)
+class Waiting:
+    """A request a worker has not answered yet."""
+
+    link: WorkerLink
+    reply: asyncio.Future[m.Reply]
+    #: Run as the reply is handled, before any later message of the worker.
+    on_reply: Callable[[m.Reply], None] | None
+
+
+#: The router's requests to its workers not answered yet, by request id (one map for all).
+pending: dict[int, Waiting] = {}
+
+
 async def request(
     link: WorkerLink,
     send: Callable[[bytes, m.Message], bool],
     build: Callable[[int], m.Message],
     timeout_s: float = WORKER_REQUEST_TIMEOUT_S,
-    on_reply: Callable[[m.Message], None] | None = None,
+    on_reply: Callable[[m.Reply], None] | None = None,
     on_deadline: Callable[[int], None] | None = None,
-) -> m.Message:
+) -> m.Reply:
     """Send one command to a worker and await its reply, with a deadline.
 
     The deadline fails the reply's future itself (no `wait_for`, whose extra future costs
@@ -77,10 +92,8 @@ async def request(
         await connected(link, began + timeout_s)
         timeout_s = max(0.0, timeout_s - (loop.time() - began))
     request_id = next(_request_ids)
-    fut: asyncio.Future[m.Message] = loop.create_future()
-    link.pending[request_id] = fut
-    if on_reply is not None:
-        link.on_reply[request_id] = on_reply
+    fut: asyncio.Future[m.Reply] = loop.create_future()
+    pending[request_id] = Waiting(link, fut, on_reply)
 
     deadlines: list[asyncio.TimerHandle] = []
 
@@ -105,8 +118,7 @@ async def request(
     finally:
         for deadline in deadlines:
             deadline.cancel()
-        link.pending.pop(request_id, None)
-        link.on_reply.pop(request_id, None)
+        pending.pop(request_id, None)
 
 
 async def connected(link: WorkerLink, deadline: float) -> None:
@@ -123,7 +135,7 @@ async def connected(link: WorkerLink, deadline: float) -> None:
         raise PebrelError(ErrorCode.INVALID_STATE, "the pane's worker is gone", _ids(link))
 
 
-def _expire(link: WorkerLink, fut: asyncio.Future[m.Message]) -> None:
+def _expire(link: WorkerLink, fut: asyncio.Future[m.Reply]) -> None:
     if not fut.done():
         fut.set_exception(
             PebrelError(
@@ -132,19 +144,21 @@ def _expire(link: WorkerLink, fut: asyncio.Future[m.Message]) -> None:
         )
 
 
-def resolve(link: WorkerLink, request_id: int, message: m.Message) -> None:
-    fut = link.pending.get(request_id)
-    if fut is not None and not fut.done():
-        hook = link.on_reply.pop(request_id, None)
-        if hook is not None:
-            hook(message)
-        fut.set_result(message)
+def resolve(reply: m.Reply) -> None:
+    """Hand a worker's reply to the request it answers (none waits any more: dropped)."""
+    waiting = pending.pop(reply.request_id, None)
+    if waiting is None or waiting.reply.done():
+        return
+    if waiting.on_reply is not None:
+        waiting.on_reply(reply)
+    waiting.reply.set_result(reply)
 
 
 def fail_pending(link: WorkerLink) -> None:
-    for fut in link.pending.values():
-        if not fut.done():
-            fut.set_exception(
+    """The link's worker is gone: its unanswered requests fail (a scan, but a rare one)."""
+    for waiting in pending.values():
+        if waiting.link is link and not waiting.reply.done():
+            waiting.reply.set_exception(
                 PebrelError(ErrorCode.INVALID_STATE, "the pane's worker exited", _ids(link))
             )
     if not link.started.done():

@@ -23,7 +23,7 @@ from pebrel.router import agents, layout, links, sizing
 from pebrel.router.delegation import Delegations
 from pebrel.router.forkserver import ForkServer
 from pebrel.router.links import WorkerLink
-from pebrel.router.state import KeptRead, Pane, RouterState, Window
+from pebrel.router.state import Pane, RouterState, Window
 from pebrel.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -111,81 +111,6 @@ class Runtime:
             )
         return cwd
 
-    # -- worker events ---------------------------------------------------------------------------
-    def on_worker_message(self, message: m.Message, identity: bytes = b"") -> None:
-        """A fact from a pane worker; ``identity`` is the ZeroMQ peer that sent it."""
-        if isinstance(message, m.PaneStarted | m.PaneStartFailed):
-            key = (message.window_id, message.pane_id)
-            link = self.links.get(key)
-            starting = self.starting.get(key)
-            if isinstance(message, m.PaneStarted) and starting is not None:
-                starting.pid = message.shell_pid
-                starting.worker_pid = message.worker_pid
-                starting.integrated = message.integrated
-                starting.tracker.integrated = message.integrated
-            if link is not None and not link.started.done():
-                if isinstance(message, m.PaneStarted):
-                    link.identity = identity
-                    if not link.proc.pid:  # before the fork server's reply was handled
-                        link.proc.pid = message.worker_pid
-                link.started.set_result(message)
-            return
-        if isinstance(
-            message,
-            m.InputWritten
-            | m.ScreenRead
-            | m.PtyResized
-            | m.PaneClosed
-            | m.ExecFinished
-            | m.PasteWritten,
-        ):
-            for link in self.links.values():
-                if message.request_id in link.pending:
-                    links.resolve(link, message.request_id, message)
-                    return
-            return
-        key = (message.window_id, message.pane_id)  # type: ignore[attr-defined]
-        pane = self.state.panes.get(key) or self.starting.get(key)
-        if pane is None:
-            return
-        if isinstance(message, m.ShellMarked):
-            pane.tracker.mark(message.mark, message.exit_code)
-        elif isinstance(message, m.CwdReported):
-            pane.cwd = message.cwd
-        elif isinstance(message, m.TitleChanged):
-            pane.title = message.title
-        elif isinstance(message, m.ForegroundChanged):
-            pane.tracker.foreground(message.shell_in_foreground)
-            self.agent_foreground(pane, message.agent_kind, message.program)
-        elif isinstance(message, m.ProgramStatus):
-            state = agents.task_state(message.state)
-            if state is not None or message.state == "end":
-                self.agent_evidence(pane, state, "program", message.kind, message.session_id, None)
-        elif isinstance(message, m.ScreenChanged):
-            pane.screen_reports = message.reports
-            self.drop_kept_reads(pane)
-            return  # nothing a client sees changed yet: no revision bump
-        elif isinstance(message, m.ScreenUpdated):
-            pane.screen_reports = message.reports
-            pane.reads.clear()  # the renewal below replaces the frontend's copies
-            pane.reads[message.read_lines] = KeptRead(
-                m.ScreenRead(
-                    request_id=0,
-                    lines=message.lines,
-                    history_available=message.history_available,
-                    truncated=message.truncated,
-                    reports=message.reports,
-                )
-            )
-            self.on_read_renewed(pane, message.read_lines)
-            return
-        elif isinstance(message, m.ScreenMatched):
-            if agents.apply_screen(pane.agents, message.rule_id, message.state, time.monotonic()):
-                self.sync_agent_state(pane)
-        elif isinstance(message, m.PaneExited):
-            self._mark_exited(pane, message.exit_code, message.reason)
-        self.touched(pane)
-
     # -- agents -----------------------------------------------------------------------------------
     def agent_foreground(self, pane: Pane, kind: str | None, program: str) -> None:
         """Recognition edges: an AI CLI took the foreground, or gave it back."""
@@ -239,7 +164,7 @@ class Runtime:
         if bound is not None and pane.agents.session is not None:
             bound.last_state = pane.tracker.state
 
-    def _mark_exited(self, pane: Pane, exit_code: int | None, reason: str) -> None:
+    def mark_exited(self, pane: Pane, exit_code: int | None, reason: str) -> None:
         if pane.exited:
             return
         pane.exited = True
@@ -265,7 +190,7 @@ class Runtime:
             else f"pane worker exited with status {code}"
         )
         if not pane.exited:
-            self._mark_exited(pane, None, reason)
+            self.mark_exited(pane, None, reason)
         # The shell and its children were re-parented to us (subreaper): end them.
         self.keep(asyncio.get_running_loop().run_in_executor(None, self.reap_orphans))
         self.touched(pane)

@@ -7,7 +7,6 @@ router's commands (write, read, resize, close). It never decides what the facts 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -18,9 +17,9 @@ import zmq
 
 from pebrel import messages as m
 from pebrel import proctree
-from pebrel.keys import encode_key
+from pebrel.workers.commands import COMMANDS
 from pebrel.workers.config import WorkerConfig, screen_rules
-from pebrel.workers.exec import ExecService, resolve_cwd
+from pebrel.workers.exec import ExecService
 from pebrel.workers.foreground import ForegroundTracker
 from pebrel.workers.osc import OscEvent, OscScanner
 from pebrel.workers.oscfacts import OscFacts
@@ -38,8 +37,6 @@ logger = logging.getLogger(__name__)
 FOREGROUND_POLL_S = 0.05
 #: Bytes fed to the screen per loop turn, so requests are served during a flood.
 FEED_SLICE = 16 * 1024
-PASTE_START = b"\x1b[200~"
-PASTE_END = b"\x1b[201~"
 #: How long a starting worker keeps short scheduler slices without a first prompt.
 START_SLICE_S = 2.0
 #: The signals that stop a worker (it closes its pane's process tree first).
@@ -227,95 +224,12 @@ class Worker:
         self.send(m.PaneExited(**self._ids(), exit_code=code, signal=sig, reason=reason))
         self.prompt_writes.pane_exited()  # after the exit: the router says why it was not typed
 
-    # -- PTY input ---------------------------------------------------------------------------
-    def _send_key(self, message: m.SendKey) -> None:
-        """Encode a key for the mode the terminal is in after all output so far (DECCKM)."""
-        self.on_readable_all()
-        try:
-            data = encode_key(
-                message.key,
-                control=message.control,
-                alt=message.alt,
-                shift=message.shift,
-                app_cursor=self.screen.app_cursor_keys,
-            )
-        except ValueError as exc:
-            self.send(m.InputWritten(request_id=message.request_id, written=0, error=str(exc)))
-            return
-        self.writer.queue(message.request_id, data * message.repeat)
-
-    def _paste(self, message: m.PasteText) -> None:
-        """Bracketed paste, judged after all pending output; refused (nothing written) if off."""
-        self.on_readable_all()
-        if not self.screen.bracketed_paste:
-            self.send(
-                m.PasteWritten(
-                    request_id=message.request_id, written=0, bracketed=False, error=None
-                )
-            )
-            return
-        self.writer.queue(message.request_id, PASTE_START + message.data + PASTE_END, paste=True)
-
-    # -- router commands ---------------------------------------------------------------------
-    def handle(self, message: m.Message) -> bool:
-        """Apply one command; False when the worker should exit."""
-        if isinstance(message, m.WriteInput):
-            self.writer.queue(message.request_id, message.data)
-        elif isinstance(message, m.ReadScreen):
-            self.on_readable_all()
-            result = self.screen.read(message.lines, message.max_bytes)
-            if self.reads.dirty:  # the change report goes first: ``reports`` counts it
-                self.reads.flush()
-            self.send(
-                m.ScreenRead(
-                    request_id=message.request_id,
-                    lines=result.lines,
-                    history_available=result.history_available,
-                    truncated=result.truncated,
-                    reports=self.reads.reports,
-                )
-            )
-            if message.keep:
-                self.reads.answered_read(message.lines, message.max_bytes)
-        elif isinstance(message, m.WriteAtPrompt):
-            self.on_readable_all()  # a prompt already written counts
-            self.prompt_writes.arm(message, self.exited)
-        elif isinstance(message, m.CancelAtPrompt):
-            self.prompt_writes.cancel(message.request_id)
-        elif isinstance(message, m.ScreenWatched):
-            self.reads.renew()
-        elif isinstance(message, m.ResizePty):
-            self.reads.changing()  # the router's kept read goes stale
-            self.screen.resize(message.cols, message.rows)
-            self.screen_rules.screen_changed()
-            if not self.exited:
-                with contextlib.suppress(OSError):
-                    self.pty.resize(message.cols, message.rows)
-            self.send(
-                m.PtyResized(request_id=message.request_id, cols=message.cols, rows=message.rows)
-            )
-        elif isinstance(message, m.SendKey):
-            self._send_key(message)
-        elif isinstance(message, m.PasteText):
-            self._paste(message)
-        elif isinstance(message, m.RunExec):
-            self.on_readable_all()  # take in an OSC 7 cwd report that is already written
-            shell_owns_tty = not self.exited and self.pty.foreground_pgid() == self.pty.pid
-            cwd = resolve_cwd(
-                message.cwd, self.osc.cwd, self.pty.pid, shell_owns_tty, self.config.cwd
-            )
-            self.execs.start(message, cwd)
-        elif isinstance(message, m.ClosePane):
-            # Commands run in the socket's reader callback: drop the PTY's reader and writer
-            # first, or one already due in this loop turn would run on the closed fd.
-            loop = asyncio.get_running_loop()
-            loop.remove_reader(self.pty.fd)
-            loop.remove_writer(self.pty.fd)
-            self.reads.close()
-            self.close_tree()
-            self.send(m.PaneClosed(request_id=message.request_id))
-            return False
-        return True
+    # -- router commands (workers/commands.py) ---------------------------------------------
+    def handle(self, message: m.Message) -> None:
+        """Apply one command (ClosePane sets ``stopped``: the worker exits)."""
+        command = COMMANDS.get(type(message))
+        if command is not None:
+            command(self, message)
 
     def on_readable_all(self) -> None:
         """Process the output waiting when a read arrives, so it sees everything written so far.
@@ -389,14 +303,13 @@ class Worker:
         with self.inbox.draining():  # replies sent here need not schedule another drain
             for _, message in incoming(self.sock):
                 try:
-                    keep = self.handle(message)
+                    self.handle(message)
                 except Exception:
                     logger.exception(
                         "worker failed to handle a message", extra={"type": message.type}
                     )
                     continue
-                if not keep:
-                    self.stopped.set()
+                if self.stopped.is_set():
                     return
 
     async def _poll_foreground(self) -> None:

@@ -61,8 +61,9 @@ class ExecOutcome:
     stderr_total: int
     timed_out: bool
     duration_ms: int
-    #: `"<ERRNO NAME>: <message>"` when the child could not be started, else None.
-    error: str | None
+    #: Why the child could not be started (None: it was), and the errno's name if any.
+    error: str | None = None
+    errno_name: str | None = None
 
 
 class TailBuffer:
@@ -121,13 +122,16 @@ async def _within(futures: Iterable[asyncio.Future[Any]], timeout_s: float) -> b
     return not still
 
 
-def spawn_error(exc: OSError | ValueError) -> str:
-    """`"ENOENT: No such file or directory: 'x'"`: the errno name first, for the router."""
+def not_started(exc: OSError | ValueError, duration_ms: int) -> ExecOutcome:
+    """The outcome of a child that could not be started: the errno's name (``ENOENT``) and
+    what went wrong (``No such file or directory: 'x'``); a ValueError counts as EINVAL."""
     if isinstance(exc, OSError) and exc.errno is not None:
         name = errno.errorcode.get(exc.errno, f"E{exc.errno}")
         where = f": {exc.filename!r}" if exc.filename is not None else ""
-        return f"{name}: {exc.strerror}{where}"
-    return f"EINVAL: {exc}"
+        error = f"{exc.strerror}{where}"
+    else:
+        name, error = "EINVAL", str(exc)
+    return ExecOutcome(None, None, b"", b"", 0, 0, False, duration_ms, error, name)
 
 
 class ExecRunner:
@@ -157,7 +161,7 @@ class ExecRunner:
                 close_fds=True,
             )
         except (OSError, ValueError) as exc:
-            return ExecOutcome(None, None, b"", b"", 0, 0, False, _ms(started), spawn_error(exc))
+            return not_started(exc, _ms(started))
         else:
             pid = transport.get_pid()
             self.children.pids.add(pid)
@@ -197,7 +201,6 @@ class ExecRunner:
             stderr_total=err.total,
             timed_out=timed_out,
             duration_ms=_ms(started),
-            error=None,
         )
 
     def abandon(self) -> None:
@@ -312,7 +315,7 @@ class ExecService:
             outcome = await self.runner.run(spec)
         except Exception:
             logger.exception("exec runner failed", extra={"argv0": spec.argv[:1]})
-            outcome = ExecOutcome(None, None, b"", b"", 0, 0, False, 0, "EIO: exec runner failed")
+            outcome = ExecOutcome(None, None, b"", b"", 0, 0, False, 0, "exec runner failed", "EIO")
         self.send(
             m.ExecFinished(
                 request_id=message.request_id,
@@ -326,6 +329,7 @@ class ExecService:
                 duration_ms=outcome.duration_ms,
                 cwd=cwd,
                 error=outcome.error,
+                errno_name=outcome.errno_name,
             )
         )
 

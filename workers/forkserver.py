@@ -9,41 +9,42 @@ It keeps one *spare* child forked ahead of time, already set up as a worker proc
 for its config on a pipe. The write end of that pipe goes to the router over the spares channel
 (a Unix socket, SCM_RIGHTS), so a new pane's config goes from the router straight to the spare:
 one process hop, not two. The router says when it took the spare, and the next one is forked a
-moment later. Protocol, one JSON object per line (the channel: one datagram per spare):
-  server -> router (channel): {"spare": P} with the write end of P's config pipe
-  router -> server (stdin):   {"taken": P}  (the router wrote a config to spare P)
-  router -> server (stdin):   {"id": N, "config": {...WorkerConfig...}}  (no spare at hand:
-                              fork a child for it)
-  server -> router (stdout):  {"id": N, "pid": P} or {"id": N, "error": "..."}
-  worker -> router (the same stdout pipe, written by the new worker itself once its shell runs,
-  so the answer does not wait for this process to be scheduled):
-                              {"id": N, "shell_pid": S, "integrated": B}
-                              {"id": N, "shell_pid": null, "integrated": false}  (it could not
-                              start the shell; its PaneStartFailed follows over ZeroMQ)
-  server -> router:           {"exited": P, "returncode": C}  (C < 0: killed by signal -C), for
-                              every child offered or forked for a request, spares included
-Every line is one write() of less than PIPE_BUF bytes, so lines from different processes never
-interleave. It reaps its own children (pane workers and the spare) and exits when its stdin
-closes; its children then get SIGTERM from their parent-death signal.
+moment later. The records that go between them, and who writes which where, are in
+pebrel/messages/forkserver.py (JSON lines; the channel: one datagram per spare). It reaps its
+own children (pane workers and the spare) and exits when its stdin closes; its children then
+get SIGTERM from their parent-death signal.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import json
+import logging
 import os
 import selectors
 import signal
 import socket
 import sys
 import time
-from typing import Any
 
 from pebrel import injection, proctree
+from pebrel.messages import MessageError
+from pebrel.messages.forkserver import (
+    ChildExited,
+    ForkFailed,
+    ForkRecord,
+    SpareOffered,
+    SpareTaken,
+    SpawnWorker,
+    WorkerForked,
+    decode_line,
+    encode_line,
+)
 from pebrel.screenrules import shipped_rules
 from pebrel.workers import startup
 from pebrel.workers.shells import launch_spec
+
+logger = logging.getLogger(__name__)
 
 SPARE_DELAY_S = 0.01
 """How long after handing out the spare the next one is forked: not while the new pane's
@@ -108,8 +109,8 @@ class ForkServer:
         self.spare: int | None = None
         self.refill_at = 0.0  # time.monotonic() when the next spare is forked
 
-    def reply(self, message: dict[str, Any]) -> None:
-        self.out.write(json.dumps(message).encode() + b"\n")
+    def reply(self, record: ForkRecord) -> None:
+        self.out.write(encode_line(record))
         self.out.flush()
 
     def fork_child(self, spare: bool) -> tuple[int, int]:
@@ -140,7 +141,7 @@ class ForkServer:
             self.refill_at = time.monotonic() + SPARE_RETRY_S
             return
         try:
-            socket.send_fds(self.channel, [json.dumps({"spare": pid}).encode()], [config_w])
+            socket.send_fds(self.channel, [encode_line(SpareOffered(pid))], [config_w])
         except OSError:  # the router is going: the child reads EOF and exits
             self.unreported.add(pid)
             self.refill_at = time.monotonic() + SPARE_RETRY_S
@@ -155,23 +156,23 @@ class ForkServer:
             self.spare = None
             self.refill_at = time.monotonic() + SPARE_DELAY_S
 
-    def spawn(self, request: dict[str, Any]) -> None:
-        """A pane for which the router had no spare: fork a child and write it the config."""
-        line = json.dumps(request).encode() + b"\n"
+    def spawn(self, request: SpawnWorker, line: bytes) -> None:
+        """A pane for which the router had no spare: fork a child and write it the config
+        (``line``, the request as it came)."""
         try:
             pid, config_w = self.fork_child(spare=False)
         except OSError as exc:
-            self.reply({"id": request.get("id"), "error": str(exc)})
+            self.reply(ForkFailed(request.spawn_id, str(exc)))
             return
         try:
             _write_all(config_w, line)
         except OSError as exc:  # it died before reading: it never was a pane
             self.unreported.add(pid)
-            self.reply({"id": request.get("id"), "error": f"the new worker exited: {exc}"})
+            self.reply(ForkFailed(request.spawn_id, f"the new worker exited: {exc}"))
             return
         finally:
             os.close(config_w)
-        self.reply({"id": request.get("id"), "pid": pid})
+        self.reply(WorkerForked(request.spawn_id, pid))
 
     def reap(self) -> None:
         for pid in list(self.children):
@@ -189,7 +190,7 @@ class ForkServer:
                 self.unreported.discard(pid)
                 continue
             code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-            self.reply({"exited": pid, "returncode": code})
+            self.reply(ChildExited(pid, code))
 
     def on_requests(self) -> bool:
         data = os.read(self.requests, 1 << 20)
@@ -200,11 +201,17 @@ class ForkServer:
             line, self.buffer = self.buffer.split(b"\n", 1)
             if not line.strip():
                 continue
-            request = json.loads(line)
-            if "taken" in request:
-                self.taken(int(request["taken"]))
+            try:
+                request = decode_line(line)
+            except MessageError:
+                logger.warning("unreadable request to the fork server dropped")
+                continue
+            if isinstance(request, SpareTaken):
+                self.taken(request.pid)
+            elif isinstance(request, SpawnWorker):
+                self.spawn(request, line + b"\n")
             else:
-                self.spawn(request)
+                logger.warning("unexpected record to the fork server", extra={"type": request.type})
         return True
 
     def serve(self) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -19,6 +18,8 @@ import zmq
 
 from pebrel import messages as m
 from pebrel import proctree
+from pebrel.messages import MessageError
+from pebrel.messages.forkserver import ShellReported, SpawnWorker, decode_line, encode_line
 from pebrel.workers.app import STOP_SIGNALS, Worker
 from pebrel.workers.config import WorkerConfig
 from pebrel.workers.osc import OscEvent
@@ -90,22 +91,27 @@ def _touch_worker_path(loop: asyncio.AbstractEventLoop) -> None:
     start touches (if only a reference count) costs a page copy the first time. Measured on
     a split: the worker spent ~2.5 ms of CPU from its config to its loop in a spare warmed
     only on the spawn path, competing with the new shell and the router for the cores."""
-    raw = json.dumps(
-        {
-            "endpoint": "",
-            "window_id": 0,
-            "pane_id": 0,
-            "argv": ["true"],
-            "integrate": False,
-            "env": {"PATH": os.environ.get("PATH", os.defpath)},
-            "cwd": os.getcwd(),
-            "cols": 80,
-            "rows": 24,
-            "scrollback_lines": 100,
-            "log_path": "",
-        }
+    line = encode_line(
+        SpawnWorker(
+            0,
+            {
+                "endpoint": "",
+                "window_id": 0,
+                "pane_id": 0,
+                "argv": ["true"],
+                "integrate": False,
+                "env": {"PATH": os.environ.get("PATH", os.defpath)},
+                "cwd": os.getcwd(),
+                "cols": 80,
+                "rows": 24,
+                "scrollback_lines": 100,
+                "log_path": "",
+            },
+        )
     )
-    config = WorkerConfig(**json.loads(raw))
+    request = decode_line(line)  # as a spare reads its config
+    assert isinstance(request, SpawnWorker)
+    config = WorkerConfig(**request.config)
     launch_spec("bash", os.environ)
     try:
         worker = Worker(config)
@@ -144,8 +150,8 @@ async def _touch_loop(worker: Worker, loop: asyncio.AbstractEventLoop) -> None:
 
 def serve(prepared: Prepared, config_fd: int, report_fd: int) -> None:
     """The fork server's child entry: wait in the spare's loop for a pane's config on
-    ``config_fd`` (a line ``{"id": N, "config": {...}}``), then run its worker until the
-    pane closes. EOF or a stop signal first: no pane for this spare."""
+    ``config_fd`` (a SpawnWorker line), then run its worker until the pane closes. EOF or a
+    stop signal first: no pane for this spare."""
     with asyncio.Runner(loop_factory=lambda: prepared.loop) as runner:
         runner.run(_serve(prepared, config_fd, report_fd))
 
@@ -155,10 +161,12 @@ async def _serve(prepared: Prepared, config_fd: int, report_fd: int) -> None:
     os.close(config_fd)
     if not line:
         return
-    request = json.loads(line)
+    request = decode_line(line)
+    if not isinstance(request, SpawnWorker):
+        raise MessageError(f"a spare was sent a {request.type} record")
     # What the fork server froze stays frozen: a collection never walks (and writes the
     # headers of) the objects shared with it, which would copy every page they are on.
-    worker = start_worker(WorkerConfig(**request["config"]), report_fd, request.get("id"), prepared)
+    worker = start_worker(WorkerConfig(**request.config), report_fd, request.spawn_id, prepared)
     await worker.run()
 
 
@@ -194,15 +202,13 @@ async def _config_line(fd: int, stopped: asyncio.Event) -> bytes:
         signalled.cancel()
 
 
-def start_worker(
-    config: WorkerConfig, report_fd: int, report_id: object, prepared: Prepared
-) -> Worker:
+def start_worker(config: WorkerConfig, report_fd: int, spawn_id: int, prepared: Prepared) -> Worker:
     """Start a pane's shell and build its worker (call on the running loop).
 
-    Once the shell runs, ``{"id": report_id, "shell_pid": S, "integrated": B}`` goes to
-    ``report_fd`` (one line, one write, then the fd is closed): the router answers the pane's
-    start from it before this worker has even connected. If the shell cannot start, the line
-    says ``"shell_pid": null`` and the PaneStartFailed over ZeroMQ explains why (then exits).
+    Once the shell runs, its ShellReported goes to ``report_fd`` (one line, one write, then
+    the fd is closed): the router answers the pane's start from it before this worker has even
+    connected. If the shell cannot start, the report has no ``shell_pid`` and the
+    PaneStartFailed over ZeroMQ explains why (then exits).
     """
     # The fork server's child has its parent-death signal and logging set up already, and
     # is a child subreaper (prepare).
@@ -211,9 +217,9 @@ def start_worker(
     def report(shell_pid: int | None, integrated: bool) -> None:
         nonlocal unreported
         if unreported is not None:  # once: a failure after the report must not send another
-            line = {"id": report_id, "shell_pid": shell_pid, "integrated": integrated}
+            line = encode_line(ShellReported(spawn_id, shell_pid, integrated))
             with contextlib.suppress(OSError):
-                os.write(unreported, json.dumps(line).encode() + b"\n")
+                os.write(unreported, line)
             os.close(unreported)
             unreported = None
 

@@ -77,15 +77,12 @@ def capture(data: bytes, total: int) -> tuple[str, dict[str, Any]]:
     }
 
 
-def _spawn_failure(pane: Pane, argv: list[str], cwd: str, error: str) -> PebrelError:
-    """The worker sends `"<ERRNO NAME>: <message>"` when the child could not be started."""
-    name, _, message = error.partition(": ")
-    if not (name.startswith("E") and name.isupper() and message):
-        name, message = "", error
+def _spawn_failure(pane: Pane, argv: list[str], reply: m.ExecFinished) -> PebrelError:
+    """The program could not be started: the worker says why, and the errno by name."""
     return PebrelError(
         ErrorCode.ACTION_FAILED,
-        f"could not start {argv[0]!r}: {message}",
-        {**_ids(pane), "argv0": argv[0], "errno": name or None, "cwd": cwd},
+        f"could not start {argv[0]!r}: {reply.error}",
+        {**_ids(pane), "argv0": argv[0], "errno": reply.errno_name, "cwd": reply.cwd},
     )
 
 
@@ -134,7 +131,7 @@ async def exec_(rt: Runtime, params: PaneExecParams) -> Result:
     )
     assert isinstance(reply, m.ExecFinished)
     if reply.error is not None:
-        raise _spawn_failure(pane, argv, reply.cwd, reply.error)
+        raise _spawn_failure(pane, argv, reply)
     if len(reply.stdout) + len(reply.stderr) > OFFLOAD_BYTES:
         # Decoding and base64 of up to 2 x 16 MiB: not on the router's loop.
         loop = asyncio.get_running_loop()

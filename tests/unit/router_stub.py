@@ -19,14 +19,12 @@ def one_pane_runtime(
 ) -> tuple[Runtime, Pane]:
     """Window 1 with pane 1 (80x24, its worker connected as b"w"); every message the router
     sends goes to ``record``. Call on a running loop."""
-    rt = Runtime(
-        tmp_path,
-        load_settings(tmp_path),
-        "ipc://unused",
-        lambda _, msg: record(msg) or True,
-        {},
-        "/",
-    )
+
+    def send(identity: bytes, message: m.Message) -> bool:
+        record(message)
+        return True
+
+    rt = Runtime(tmp_path, load_settings(tmp_path), "ipc://unused", send, {}, "/")
     window = Window(1)
     window.tabs.append(new_tab(1, 80, 24))
     window.next_pane_id = 2

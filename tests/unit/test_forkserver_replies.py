@@ -17,6 +17,15 @@ from typing import Any
 
 import pytest
 
+from pebrel.messages.forkserver import (
+    ChildExited,
+    ForkFailed,
+    ShellReported,
+    SpareOffered,
+    SpawnWorker,
+    WorkerForked,
+    encode_line,
+)
 from pebrel.router.forkserver import ForkServer, SpawnReply, _Spawn
 from pebrel.zmqio import worker_identity
 
@@ -43,9 +52,9 @@ def test_the_pid_line_then_the_report_answers_with_the_shell() -> None:
     async def test() -> None:
         server, _ = _server()
         spawn = await _pending(server, 1)
-        server._handle({"id": 1, "pid": 100})
+        server._handle(WorkerForked(1, 100))
         assert not spawn.fut.done()  # the shell is not known yet
-        server._handle({"id": 1, "shell_pid": 101, "integrated": True})
+        server._handle(ShellReported(1, 101, True))
         assert spawn.fut.result() == SpawnReply(100, 101, True)
 
     _run(test)
@@ -55,9 +64,9 @@ def test_a_report_before_the_pid_line_waits_for_it() -> None:
     async def test() -> None:
         server, _ = _server()
         spawn = await _pending(server, 1)
-        server._handle({"id": 1, "shell_pid": 101, "integrated": False})
+        server._handle(ShellReported(1, 101, False))
         assert not spawn.fut.done()
-        server._handle({"id": 1, "pid": 100})
+        server._handle(WorkerForked(1, 100))
         assert spawn.fut.result() == SpawnReply(100, 101, False)
 
     _run(test)
@@ -67,8 +76,8 @@ def test_a_report_without_a_shell_answers_without_one() -> None:
     async def test() -> None:
         server, _ = _server()
         spawn = await _pending(server, 1)
-        server._handle({"id": 1, "pid": 100})
-        server._handle({"id": 1, "shell_pid": None, "integrated": False})
+        server._handle(WorkerForked(1, 100))
+        server._handle(ShellReported(1, None, False))
         assert spawn.fut.result() == SpawnReply(100, None, False)
 
     _run(test)
@@ -79,9 +88,9 @@ def test_a_worker_that_exits_before_reporting_is_answered_and_its_exit_passed_on
         server, exits = _server()
         spawn = await _pending(server, 1)
         other = await _pending(server, 2)
-        server._handle({"id": 1, "pid": 100})
-        server._handle({"id": 2, "pid": 200})
-        server._handle({"exited": 100, "returncode": 1})
+        server._handle(WorkerForked(1, 100))
+        server._handle(WorkerForked(2, 200))
+        server._handle(ChildExited(100, 1))
         assert exits == [(100, 1)]
         assert spawn.fut.result() == SpawnReply(100, None, False)
         assert not other.fut.done()  # another worker's spawn is untouched
@@ -93,7 +102,7 @@ def test_a_fork_error_fails_the_spawn() -> None:
     async def test() -> None:
         server, _ = _server()
         spawn = await _pending(server, 1)
-        server._handle({"id": 1, "error": "Resource temporarily unavailable"})
+        server._handle(ForkFailed(1, "Resource temporarily unavailable"))
         with pytest.raises(Exception, match="fork failed"):
             spawn.fut.result()
 
@@ -104,8 +113,8 @@ def test_lines_for_unknown_spawns_are_ignored() -> None:
     async def test() -> None:
         server, exits = _server()
         spawn = await _pending(server, 1)
-        server._handle({"id": 7, "pid": 700})
-        server._handle({"id": 7, "shell_pid": 701, "integrated": True})
+        server._handle(WorkerForked(7, 700))
+        server._handle(ShellReported(7, 701, True))
         assert not spawn.fut.done() and exits == []
 
     _run(test)
@@ -131,11 +140,11 @@ def test_a_config_larger_than_the_pipe_never_blocks_the_loop() -> None:
         server.channel = ours
         config_r, config_w = os.pipe()
         try:
-            socket.send_fds(theirs, [b'{"spare": 4242}'], [config_w])
+            socket.send_fds(theirs, [encode_line(SpareOffered(4242))], [config_w])
             os.close(config_w)
             server._offered()
             assert list(server.spares) == [4242]
-            line = b'{"config": "' + b"x" * 300_000 + b'"}\n'
+            line = encode_line(SpawnWorker(1, {"argv": ["x" * 300_000]}))
             started = time.monotonic()
             assert server._to_spare(line) == 4242  # nobody reads yet
             assert time.monotonic() - started < 0.5 and server.spares == {}
@@ -167,13 +176,14 @@ def test_a_spare_that_died_before_it_was_taken_is_skipped() -> None:
         os.set_blocking(live_w, False)
         server.spares = {7: dead_w, 8: live_w}
         try:
-            assert server._to_spare(b'{"id": 1}\n') == 8
-            assert os.read(live_r, 100) == b'{"id": 1}\n'
+            line = encode_line(SpawnWorker(1, {}))
+            assert server._to_spare(line) == 8
+            assert os.read(live_r, 100) == line
             assert server.spares == {}  # both used up, their write ends closed
             other_r, other_w = os.pipe()
             os.close(other_r)
             server.spares = {9: other_w}
-            server._handle({"exited": 9, "returncode": -9})
+            server._handle(ChildExited(9, -9))
             assert server.spares == {} and exits == []  # a spare's exit is not a pane's
             assert server._to_spare(b"{}\n") is None
         finally:
@@ -219,7 +229,7 @@ def test_a_report_after_the_give_up_is_still_recorded() -> None:
         spawn.pid = 100
         spawn.give_up()
         assert spawn.fut.result() == SpawnReply(100, None, False)
-        server._handle({"id": 1, "shell_pid": 101, "integrated": True})
-        assert spawn.report is not None and spawn.report["shell_pid"] == 101
+        server._handle(ShellReported(1, 101, True))
+        assert spawn.report is not None and spawn.report.shell_pid == 101
 
     _run(test)

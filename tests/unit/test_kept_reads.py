@@ -13,6 +13,7 @@ import pytest
 
 from pebrel import messages as m
 from pebrel.router import sizing
+from pebrel.router.facts import on_worker_message
 from pebrel.router.handlers import pane_io
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
@@ -61,8 +62,8 @@ def test_a_change_reported_after_the_answer_is_not_overwritten_by_it(tmp_path: P
         read = asyncio.ensure_future(pane_io.read(rt, {"pane_id": 1, "lines": 24}))
         await wait_for_async(lambda: _asked(sent), 5, "the read asked of the worker")
         # One drain of the router's socket: the answer, then the worker's next report.
-        rt.on_worker_message(_answer(sent[-1], ["$ make", "building"], reports=0))
-        rt.on_worker_message(_update(["$ make", "building", "DONE", "$"], reports=1))
+        on_worker_message(rt, _answer(sent[-1], ["$ make", "building"], reports=0))
+        on_worker_message(rt, _update(["$ make", "building", "DONE", "$"], reports=1))
         first = await read
         assert b"DONE" not in first.json and not first.reusable  # given, not kept
         again = await pane_io.read(rt, {"pane_id": 1, "lines": 24})
@@ -78,8 +79,8 @@ def test_a_change_reported_before_the_answer_leaves_it_kept(tmp_path: Path) -> N
         rt, pane = _runtime(tmp_path, sent)
         read = asyncio.ensure_future(pane_io.read(rt, {"pane_id": 1, "lines": 5}))
         await wait_for_async(lambda: _asked(sent), 5, "the read asked of the worker")
-        rt.on_worker_message(_update(["old watched read"], reports=1))  # flushed first
-        rt.on_worker_message(_answer(sent[-1], ["newest"], reports=1))
+        on_worker_message(rt, _update(["old watched read"], reports=1))  # flushed first
+        on_worker_message(rt, _answer(sent[-1], ["newest"], reports=1))
         first = await read
         assert first.reusable and pane.reads[5].reply.lines == ["newest"]
 
@@ -92,7 +93,7 @@ def test_a_resize_drops_the_kept_reads_of_the_panes_it_resizes(tmp_path: Path) -
         rt, pane = _runtime(tmp_path, sent)
         read = asyncio.ensure_future(pane_io.read(rt, {"pane_id": 1, "lines": 24}))
         await wait_for_async(lambda: _asked(sent), 5, "the read asked of the worker")
-        rt.on_worker_message(_answer(sent[-1], ["80 columns"], reports=0))
+        on_worker_message(rt, _answer(sent[-1], ["80 columns"], reports=0))
         assert (await read).reusable
         window = rt.state.windows[1]
         tab = window.tabs[0]
@@ -103,7 +104,7 @@ def test_a_resize_drops_the_kept_reads_of_the_panes_it_resizes(tmp_path: Path) -
         read = asyncio.ensure_future(pane_io.read(rt, {"pane_id": 1, "lines": 24}))
         # asks the worker, after the resize
         await wait_for_async(lambda: _asked(sent), 5, "the read asked of the worker")
-        rt.on_worker_message(_answer(sent[-1], ["100 columns"], reports=0))
+        on_worker_message(rt, _answer(sent[-1], ["100 columns"], reports=0))
         assert b"100 columns" in (await read).json
 
     asyncio.run(main())

@@ -7,6 +7,8 @@ typed record with an explicit `type`, and nothing else encodes or decodes msgpac
 from __future__ import annotations
 
 import dataclasses
+import json
+import select
 import types
 import typing
 from typing import Any, NamedTuple
@@ -15,6 +17,9 @@ import msgpack
 import pytest
 
 from pebrel import messages as m
+from pebrel.messages import commands, facts, frontend, replies
+from pebrel.messages import exec as execs
+from pebrel.messages import forkserver as fork
 
 MESSAGE_TYPES = m.all_message_types()
 
@@ -65,6 +70,32 @@ def test_registry_is_keyed_by_each_types_own_name() -> None:
         assert name and cls.type == name
         assert dataclasses.is_dataclass(cls) and issubclass(cls, m.Message)
     assert len({cls.type for cls in MESSAGE_TYPES.values()}) == len(MESSAGE_TYPES)
+
+
+def test_every_message_of_every_family_is_registered_and_exported() -> None:
+    """A message type left out of its family's MESSAGES could not be decoded: none is."""
+    defined = {
+        cls
+        for family in (frontend, commands, replies, facts, execs)
+        for cls in vars(family).values()
+        if isinstance(cls, type)
+        and issubclass(cls, m.Message)
+        and cls.__module__ == family.__name__
+    }
+    assert defined == set(MESSAGE_TYPES.values())
+    for cls in defined:
+        assert getattr(m, cls.__name__) is cls
+
+
+def test_replies_and_facts_share_their_bases() -> None:
+    """A reply is matched by its request_id, a fact names its pane: both lead their fields."""
+    answers = {cls for cls in MESSAGE_TYPES.values() if issubclass(cls, m.Reply)}
+    reported = {cls for cls in MESSAGE_TYPES.values() if issubclass(cls, m.PaneFact)}
+    assert m.ScreenRead in answers and m.ExecFinished in answers and m.PaneExited in reported
+    for answer in answers:
+        assert next(iter(fields_of(answer))) == "request_id"
+    for fact in reported:
+        assert list(fields_of(fact))[:2] == ["window_id", "pane_id"]
 
 
 @pytest.mark.parametrize("name", sorted(MESSAGE_TYPES))
@@ -164,7 +195,7 @@ def test_a_stream_fed_byte_by_byte_decodes_every_message() -> None:
     messages = _stream_samples()
     stream = b"".join(m.encode(message) for message in messages)
     decoder = m.StreamDecoder()
-    out: list[m.Message] = []
+    out: list[m.Message | m.MessageError] = []
     for i in range(len(stream)):
         out += decoder.feed(stream[i : i + 1])
     assert out == messages
@@ -188,3 +219,49 @@ def test_a_record_that_is_no_message_is_reported_and_the_stream_goes_on() -> Non
 def test_bytes_that_are_not_msgpack_end_the_stream() -> None:
     with pytest.raises(m.MessageError):
         m.StreamDecoder().feed(b"\xc1")  # a byte msgpack never uses
+
+
+# -- the fork server's records (pebrel/messages/forkserver.py) ------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(fork.RECORDS))
+def test_fork_record_round_trips_as_one_json_line(name: str) -> None:
+    """Every fork server record comes back equal from its line, which is one JSON object that
+    carries its fields and its type; those a server or worker writes fit in PIPE_BUF."""
+    cls = fork.RECORDS[name]
+    hints = typing.get_type_hints(cls)
+    for nones in (False, True):
+        values = {}
+        for field in dataclasses.fields(cls):
+            annotation = hints[field.name]
+            optional = type(None) in typing.get_args(annotation)
+            values[field.name] = None if nones and optional else sample(annotation)
+        if "config" in values:
+            values["config"] = {"argv": ["bash", "-l"], "cols": 80, "env": {"LANG": "C.UTF-8"}}
+        record = cls(**values)
+        line = fork.encode_line(record)
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        assert json.loads(line) == {"type": name, **values}
+        assert fork.decode_line(line) == record
+        assert fork.decode_line(line.rstrip(b"\n")) == record  # a datagram has no newline
+        if cls is not fork.SpawnWorker:
+            assert len(line) < select.PIPE_BUF
+
+
+FORK_MALFORMED = [
+    Malformed("empty", b""),
+    Malformed("not-json", b"spare 4242\n"),
+    Malformed("list", b'["spare_offered", 1]\n'),
+    Malformed("no-type", b'{"pid": 1}\n'),
+    Malformed("unknown-type", b'{"type": "launch_rockets"}\n'),
+    Malformed("type-not-a-string", b'{"type": 3, "pid": 1}\n'),
+    Malformed("missing-field", b'{"type": "worker_forked", "spawn_id": 1}\n'),
+    Malformed("unknown-field", b'{"type": "spare_taken", "pid": 1, "id": 2}\n'),
+    Malformed("old-shape", b'{"id": 1, "pid": 100}\n'),
+]
+
+
+@pytest.mark.parametrize("case", FORK_MALFORMED, ids=[c.name for c in FORK_MALFORMED])
+def test_fork_record_decode_refuses_malformed_lines(case: Malformed) -> None:
+    with pytest.raises(m.MessageError):
+        fork.decode_line(case.frame)

@@ -15,6 +15,7 @@ import pytest
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.router.facts import on_worker_message
 from pebrel.router.handlers import pane_io
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
@@ -173,15 +174,15 @@ def test_the_edge_is_set_before_the_command_marks_handled_in_the_same_drain(
         assert armed.data == b"true\r"
         assert pane.writing  # the input lock holds while the line waits for its prompt
         # One drain of the router's socket: the prompt, the write's answer, the command.
-        rt.on_worker_message(_mark("A"))
-        rt.on_worker_message(_mark("B"))
-        rt.on_worker_message(
-            m.InputWritten(request_id=armed.request_id, written=len(armed.data), error=None)
+        on_worker_message(rt, _mark("A"))
+        on_worker_message(rt, _mark("B"))
+        on_worker_message(
+            rt, m.InputWritten(request_id=armed.request_id, written=len(armed.data), error=None)
         )
         edge = pane.tracker.seq
         assert pane.tracker.state == "running" and edge > seq_before
         for mark, code in (("C", None), ("D", 0), ("A", None), ("B", None)):
-            rt.on_worker_message(_mark(mark, code))
+            on_worker_message(rt, _mark(mark, code))
         result = await run
         assert result["status"] == "finished" and result["exit_code"] == 0
         assert result["state_change_seq"] == pane.tracker.seq > edge
@@ -198,12 +199,12 @@ def test_without_wait_the_baseline_is_the_edge_the_write_set(tmp_path: Path) -> 
             pane_io.run(rt, {"pane_id": 1, "command": "sleep 1", "wait": False})
         )
         armed = await _armed(sent)
-        rt.on_worker_message(_mark("B"))
-        rt.on_worker_message(
-            m.InputWritten(request_id=armed.request_id, written=len(armed.data), error=None)
+        on_worker_message(rt, _mark("B"))
+        on_worker_message(
+            rt, m.InputWritten(request_id=armed.request_id, written=len(armed.data), error=None)
         )
         edge = pane.tracker.seq
-        rt.on_worker_message(_mark("C"))  # handled before the run's coroutine resumes
+        on_worker_message(rt, _mark("C"))  # handled before the run's coroutine resumes
         result = await run
         assert result["status"] == "started" and result["state_change_seq"] == edge
 
@@ -231,8 +232,8 @@ def test_no_prompt_by_the_deadline_cancels_and_types_nothing(tmp_path: Path) -> 
         rt, pane = _runtime(tmp_path, sent)
         run, armed = await _past_its_deadline(rt, sent)
         assert not run.done()  # the worker's answer says whether it was typed after all
-        rt.on_worker_message(
-            m.InputWritten(request_id=armed.request_id, written=0, error=m.NOT_AT_PROMPT)
+        on_worker_message(
+            rt, m.InputWritten(request_id=armed.request_id, written=0, error=m.NOT_AT_PROMPT)
         )
         with pytest.raises(PebrelError) as caught:
             await run
@@ -249,12 +250,12 @@ def test_a_write_that_crossed_the_cancel_is_a_submitted_run(tmp_path: Path) -> N
         rt, pane = _runtime(tmp_path, sent)
         run, armed = await _past_its_deadline(rt, sent)
         # The prompt came, and the worker typed, before it read the cancel.
-        rt.on_worker_message(_mark("B"))
-        rt.on_worker_message(
-            m.InputWritten(request_id=armed.request_id, written=len(b"true\r"), error=None)
+        on_worker_message(rt, _mark("B"))
+        on_worker_message(
+            rt, m.InputWritten(request_id=armed.request_id, written=len(b"true\r"), error=None)
         )
         for mark, code in (("C", None), ("D", 0), ("B", None)):
-            rt.on_worker_message(_mark(mark, code))
+            on_worker_message(rt, _mark(mark, code))
         result = await run
         assert result["exit_code"] == 0 and not pane.writing
 
@@ -271,17 +272,17 @@ def test_a_command_that_starts_before_the_line_is_typed_is_not_taken_for_it(
     async def main() -> None:
         sent: list[m.Message] = []
         rt, _ = _runtime(tmp_path, sent)
-        rt.on_worker_message(_mark("A"))
-        rt.on_worker_message(_mark("B"))
+        on_worker_message(rt, _mark("A"))
+        on_worker_message(rt, _mark("B"))
         run = asyncio.ensure_future(pane_io.run(rt, {"pane_id": 1, "command": "true"}))
         armed = await _armed(sent)
         for mark, code in (("C", None), ("D", 7), ("A", None), ("B", None)):
-            rt.on_worker_message(_mark(mark, code))  # the other command, then a prompt
-        rt.on_worker_message(
-            m.InputWritten(request_id=armed.request_id, written=len(armed.data), error=None)
+            on_worker_message(rt, _mark(mark, code))  # the other command, then a prompt
+        on_worker_message(
+            rt, m.InputWritten(request_id=armed.request_id, written=len(armed.data), error=None)
         )
         for mark, code in (("C", None), ("D", 0), ("A", None), ("B", None)):
-            rt.on_worker_message(_mark(mark, code))
+            on_worker_message(rt, _mark(mark, code))
         result = await run
         assert result["exit_code"] == 0
 

@@ -1,0 +1,124 @@
+"""Every actor message between the frontend adapter, the router and the pane workers.
+
+One module per family: frontend <-> router (frontend.py), router -> worker commands
+(commands.py) and the worker's replies (replies.py), the facts a worker reports about its pane
+(facts.py), pane.exec (exec.py). Each message is a small frozen record with an explicit
+``type``; commands are imperative, events past tense. codec.py is the one codec, and nothing
+else in Pebrel calls msgpack. ``from pebrel import messages as m`` gives all of them.
+
+The fork server's records (forkserver.py) are JSON lines with a codec of their own: they go
+over pipes and a Unix socket between the router, the fork server and new workers, never over
+ZeroMQ or the frontend link.
+"""
+
+from __future__ import annotations
+
+from pebrel.messages.base import (
+    Message,
+    PaneFact,
+    Reply,
+)
+from pebrel.messages.codec import (
+    MessageError,
+    StreamDecoder,
+    all_message_types,
+    decode,
+    encode,
+)
+from pebrel.messages.commands import (
+    CancelAtPrompt,
+    ClosePane,
+    PasteText,
+    ReadScreen,
+    ResizePty,
+    ScreenWatched,
+    SendKey,
+    WriteAtPrompt,
+    WriteInput,
+)
+from pebrel.messages.exec import (
+    ExecFinished,
+    RunExec,
+)
+from pebrel.messages.facts import (
+    CwdReported,
+    ForegroundChanged,
+    PaneExited,
+    PaneStarted,
+    PaneStartFailed,
+    ProgramStatus,
+    ScreenChanged,
+    ScreenMatched,
+    ScreenUpdated,
+    ShellMarked,
+    TitleChanged,
+)
+from pebrel.messages.frontend import (
+    AnswersRenewed,
+    AnswersStale,
+    AnswerUsed,
+    ConnectionClosed,
+    FrontendStarted,
+    HandleRequest,
+    RequestAnswered,
+    SnapshotChanged,
+    StopFrontend,
+)
+from pebrel.messages.replies import (
+    NOT_AT_PROMPT,
+    PANE_EXITED,
+    InputWritten,
+    PaneClosed,
+    PasteWritten,
+    PtyResized,
+    ScreenRead,
+)
+
+__all__ = [
+    "NOT_AT_PROMPT",
+    "PANE_EXITED",
+    "AnswerUsed",
+    "AnswersRenewed",
+    "AnswersStale",
+    "CancelAtPrompt",
+    "ClosePane",
+    "ConnectionClosed",
+    "CwdReported",
+    "ExecFinished",
+    "ForegroundChanged",
+    "FrontendStarted",
+    "HandleRequest",
+    "InputWritten",
+    "Message",
+    "MessageError",
+    "PaneClosed",
+    "PaneExited",
+    "PaneFact",
+    "PaneStartFailed",
+    "PaneStarted",
+    "PasteText",
+    "PasteWritten",
+    "ProgramStatus",
+    "PtyResized",
+    "ReadScreen",
+    "Reply",
+    "RequestAnswered",
+    "ResizePty",
+    "RunExec",
+    "ScreenChanged",
+    "ScreenMatched",
+    "ScreenRead",
+    "ScreenUpdated",
+    "ScreenWatched",
+    "SendKey",
+    "ShellMarked",
+    "SnapshotChanged",
+    "StopFrontend",
+    "StreamDecoder",
+    "TitleChanged",
+    "WriteAtPrompt",
+    "WriteInput",
+    "all_message_types",
+    "decode",
+    "encode",
+]

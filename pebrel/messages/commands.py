@@ -1,0 +1,108 @@
+"""Router -> pane worker: commands, each answered by a Reply (pebrel/messages/replies.py),
+and notices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pebrel.messages.base import Message
+
+
+@dataclass(frozen=True, slots=True)
+class WriteInput(Message):
+    type: ClassVar[str] = "write_input"
+    request_id: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class WriteAtPrompt(Message):
+    """Write ``data`` once the shell's prompt has been drawn (``workers/promptwrites.py``), after
+    the prompt's marks have been sent: at once if it is at its prompt. Answered like a
+    WriteInput, or with ``written=0`` and NOT_AT_PROMPT once cancelled unwritten."""
+
+    type: ClassVar[str] = "write_at_prompt"
+    request_id: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CancelAtPrompt(Message):
+    """Drop a WriteAtPrompt not written yet (its answer says so); a no-op once written."""
+
+    type: ClassVar[str] = "cancel_at_prompt"
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadScreen(Message):
+    """Read the screen. ``keep``: the router keeps the answer for repeated reads (pane.read),
+    so the worker watches it (ScreenUpdated / ScreenChanged); False for a one-off look."""
+
+    type: ClassVar[str] = "read_screen"
+    request_id: int
+    lines: int
+    max_bytes: int
+    keep: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenWatched(Message):
+    """Reads are still being answered from the copy the worker keeps current: go on
+    sending ScreenUpdated (sent at most every few hundred ms while the copy is used)."""
+
+    type: ClassVar[str] = "screen_watched"
+    window_id: int
+    pane_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResizePty(Message):
+    type: ClassVar[str] = "resize_pty"
+    request_id: int
+    cols: int
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClosePane(Message):
+    """Kill the pane's whole process tree and exit the worker."""
+
+    type: ClassVar[str] = "close_pane"
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendKey(Message):
+    """Encode a named key for the terminal's current mode and write it (R4.3)."""
+
+    type: ClassVar[str] = "send_key"
+    request_id: int
+    key: str
+    control: bool
+    alt: bool
+    shift: bool
+    repeat: int
+
+
+@dataclass(frozen=True, slots=True)
+class PasteText(Message):
+    """Bracketed paste of `data`, only if the terminal has bracketed paste on (R4.2)."""
+
+    type: ClassVar[str] = "paste_text"
+    request_id: int
+    data: bytes
+
+
+MESSAGES: tuple[type[Message], ...] = (
+    WriteInput,
+    WriteAtPrompt,
+    CancelAtPrompt,
+    ReadScreen,
+    ScreenWatched,
+    ResizePty,
+    ClosePane,
+    SendKey,
+    PasteText,
+)

@@ -1,0 +1,63 @@
+"""Pane worker -> router: answers to the router's commands, matched by ``request_id``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pebrel.messages.base import Message, Reply
+
+#: The error of a WriteAtPrompt cancelled before its prompt came.
+NOT_AT_PROMPT = "the shell did not reach its prompt"
+#: The error of a write the worker did not make because the pane's shell has exited.
+PANE_EXITED = "pane exited"
+
+
+@dataclass(frozen=True, slots=True)
+class InputWritten(Reply):
+    type: ClassVar[str] = "input_written"
+    written: int
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PasteWritten(Reply):
+    """Reply to PasteText; `bracketed` False means refused: the mode was off."""
+
+    type: ClassVar[str] = "paste_written"
+    written: int
+    bracketed: bool
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenRead(Reply):
+    """The screen as the worker had it; ``reports``: change reports it had sent before (a kept
+    answer is stale if the router has seen a later one by the time it would keep it)."""
+
+    type: ClassVar[str] = "screen_read"
+    lines: list[str]
+    history_available: int
+    truncated: bool
+    reports: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PtyResized(Reply):
+    type: ClassVar[str] = "pty_resized"
+    cols: int
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class PaneClosed(Reply):
+    type: ClassVar[str] = "pane_closed"
+
+
+MESSAGES: tuple[type[Message], ...] = (
+    InputWritten,
+    PasteWritten,
+    ScreenRead,
+    PtyResized,
+    PaneClosed,
+)

@@ -1,0 +1,148 @@
+"""What the router does with each message a pane worker sends: a reply goes to the request it
+answers (one pending map, router/links.py); a fact changes its pane's state.
+
+The router decides what the facts mean (STYLE: workers report, the router decides). Each fact
+type has one function in one table: a worker's message costs a dict lookup on its type.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from pebrel import messages as m
+from pebrel.router import agents, links
+from pebrel.router.runtime import Runtime
+from pebrel.router.state import KeptRead, Pane
+
+#: What a fact does to its pane; True: something a client sees changed (a new revision).
+Apply = Callable[[Runtime, Pane, Any], bool]
+#: The router's handling of one message from a pane worker (the ZeroMQ identity that sent it).
+Handler = Callable[[Runtime, Any, bytes], None]
+
+F = TypeVar("F", bound=m.PaneFact)
+
+
+def replied(rt: Runtime, reply: m.Reply, identity: bytes) -> None:
+    links.resolve(reply)
+
+
+def start_reported(rt: Runtime, fact: m.PaneStarted | m.PaneStartFailed, identity: bytes) -> None:
+    """A new worker connected (its shell runs), or could not start its shell."""
+    key = (fact.window_id, fact.pane_id)
+    link = rt.links.get(key)
+    starting = rt.starting.get(key)
+    if isinstance(fact, m.PaneStarted) and starting is not None:
+        starting.pid = fact.shell_pid
+        starting.worker_pid = fact.worker_pid
+        starting.integrated = fact.integrated
+        starting.tracker.integrated = fact.integrated
+    if link is not None and not link.started.done():
+        if isinstance(fact, m.PaneStarted):
+            link.identity = identity
+            if not link.proc.pid:  # before the fork server's reply was handled
+                link.proc.pid = fact.worker_pid
+        link.started.set_result(fact)
+
+
+def shell_marked(rt: Runtime, pane: Pane, fact: m.ShellMarked) -> bool:
+    pane.tracker.mark(fact.mark, fact.exit_code)
+    return True
+
+
+def cwd_reported(rt: Runtime, pane: Pane, fact: m.CwdReported) -> bool:
+    pane.cwd = fact.cwd
+    return True
+
+
+def title_changed(rt: Runtime, pane: Pane, fact: m.TitleChanged) -> bool:
+    pane.title = fact.title
+    return True
+
+
+def foreground_changed(rt: Runtime, pane: Pane, fact: m.ForegroundChanged) -> bool:
+    pane.tracker.foreground(fact.shell_in_foreground)
+    rt.agent_foreground(pane, fact.agent_kind, fact.program)
+    return True
+
+
+def program_status(rt: Runtime, pane: Pane, fact: m.ProgramStatus) -> bool:
+    state = agents.task_state(fact.state)
+    if state is not None or fact.state == "end":
+        rt.agent_evidence(pane, state, "program", fact.kind, fact.session_id, None)
+    return True
+
+
+def screen_changed(rt: Runtime, pane: Pane, fact: m.ScreenChanged) -> bool:
+    pane.screen_reports = fact.reports
+    rt.drop_kept_reads(pane)
+    return False  # nothing a client sees changed yet
+
+
+def screen_updated(rt: Runtime, pane: Pane, fact: m.ScreenUpdated) -> bool:
+    pane.screen_reports = fact.reports
+    pane.reads.clear()  # the renewal below replaces the frontend's copies
+    pane.reads[fact.read_lines] = KeptRead(
+        m.ScreenRead(
+            request_id=0,
+            lines=fact.lines,
+            history_available=fact.history_available,
+            truncated=fact.truncated,
+            reports=fact.reports,
+        )
+    )
+    rt.on_read_renewed(pane, fact.read_lines)
+    return False
+
+
+def screen_matched(rt: Runtime, pane: Pane, fact: m.ScreenMatched) -> bool:
+    if agents.apply_screen(pane.agents, fact.rule_id, fact.state, time.monotonic()):
+        rt.sync_agent_state(pane)
+    return True
+
+
+def pane_exited(rt: Runtime, pane: Pane, fact: m.PaneExited) -> bool:
+    rt.mark_exited(pane, fact.exit_code, fact.reason)
+    return True
+
+
+def _about_pane(cls: type[F], apply: Callable[[Runtime, Pane, F], bool]) -> Handler:
+    """The handler of a fact about a pane the router has, or is starting (else dropped);
+    ``cls`` is the table's key, named here so that mypy checks ``apply`` takes that type."""
+
+    def handle(rt: Runtime, fact: F, identity: bytes) -> None:
+        key = (fact.window_id, fact.pane_id)
+        pane = rt.state.panes.get(key) or rt.starting.get(key)
+        if pane is not None and apply(rt, pane, fact):
+            rt.touched(pane)
+
+    return handle
+
+
+HANDLERS: Mapping[type[m.Message], Handler] = {
+    m.InputWritten: replied,
+    m.PasteWritten: replied,
+    m.ScreenRead: replied,
+    m.PtyResized: replied,
+    m.PaneClosed: replied,
+    m.ExecFinished: replied,
+    m.PaneStarted: start_reported,
+    m.PaneStartFailed: start_reported,
+    m.ShellMarked: _about_pane(m.ShellMarked, shell_marked),
+    m.CwdReported: _about_pane(m.CwdReported, cwd_reported),
+    m.TitleChanged: _about_pane(m.TitleChanged, title_changed),
+    m.ForegroundChanged: _about_pane(m.ForegroundChanged, foreground_changed),
+    m.ProgramStatus: _about_pane(m.ProgramStatus, program_status),
+    m.ScreenChanged: _about_pane(m.ScreenChanged, screen_changed),
+    m.ScreenUpdated: _about_pane(m.ScreenUpdated, screen_updated),
+    m.ScreenMatched: _about_pane(m.ScreenMatched, screen_matched),
+    m.PaneExited: _about_pane(m.PaneExited, pane_exited),
+}
+
+
+def on_worker_message(rt: Runtime, message: m.Message, identity: bytes = b"") -> None:
+    """A reply or a fact from a pane worker; ``identity`` is the ZeroMQ peer that sent it."""
+    handle = HANDLERS.get(type(message))
+    if handle is not None:
+        handle(rt, message, identity)

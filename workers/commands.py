@@ -1,0 +1,128 @@
+"""What a pane worker does with each router command: one function per command type, in one
+table (a command costs a dict lookup on its type). Each answers with its Reply, at once or
+once done (writes, execs); ClosePane ends the worker."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pebrel import messages as m
+from pebrel.keys import encode_key
+from pebrel.workers.exec import resolve_cwd
+
+if TYPE_CHECKING:
+    from pebrel.workers.app import Worker
+
+PASTE_START = b"\x1b[200~"
+PASTE_END = b"\x1b[201~"
+
+
+def write_input(worker: Worker, command: m.WriteInput) -> None:
+    worker.writer.queue(command.request_id, command.data)
+
+
+def read_screen(worker: Worker, command: m.ReadScreen) -> None:
+    worker.on_readable_all()
+    result = worker.screen.read(command.lines, command.max_bytes)
+    if worker.reads.dirty:  # the change report goes first: ``reports`` counts it
+        worker.reads.flush()
+    worker.send(
+        m.ScreenRead(
+            request_id=command.request_id,
+            lines=result.lines,
+            history_available=result.history_available,
+            truncated=result.truncated,
+            reports=worker.reads.reports,
+        )
+    )
+    if command.keep:
+        worker.reads.answered_read(command.lines, command.max_bytes)
+
+
+def write_at_prompt(worker: Worker, command: m.WriteAtPrompt) -> None:
+    worker.on_readable_all()  # a prompt already written counts
+    worker.prompt_writes.arm(command, worker.exited)
+
+
+def cancel_at_prompt(worker: Worker, command: m.CancelAtPrompt) -> None:
+    worker.prompt_writes.cancel(command.request_id)
+
+
+def screen_watched(worker: Worker, command: m.ScreenWatched) -> None:
+    worker.reads.renew()
+
+
+def resize_pty(worker: Worker, command: m.ResizePty) -> None:
+    worker.reads.changing()  # the router's kept read goes stale
+    worker.screen.resize(command.cols, command.rows)
+    worker.screen_rules.screen_changed()
+    if not worker.exited:
+        with contextlib.suppress(OSError):
+            worker.pty.resize(command.cols, command.rows)
+    worker.send(m.PtyResized(request_id=command.request_id, cols=command.cols, rows=command.rows))
+
+
+def send_key(worker: Worker, command: m.SendKey) -> None:
+    """Encode a key for the mode the terminal is in after all output so far (DECCKM)."""
+    worker.on_readable_all()
+    try:
+        data = encode_key(
+            command.key,
+            control=command.control,
+            alt=command.alt,
+            shift=command.shift,
+            app_cursor=worker.screen.app_cursor_keys,
+        )
+    except ValueError as exc:
+        worker.send(m.InputWritten(request_id=command.request_id, written=0, error=str(exc)))
+        return
+    worker.writer.queue(command.request_id, data * command.repeat)
+
+
+def paste_text(worker: Worker, command: m.PasteText) -> None:
+    """Bracketed paste, judged after all pending output; refused (nothing written) if off."""
+    worker.on_readable_all()
+    if not worker.screen.bracketed_paste:
+        worker.send(
+            m.PasteWritten(request_id=command.request_id, written=0, bracketed=False, error=None)
+        )
+        return
+    worker.writer.queue(command.request_id, PASTE_START + command.data + PASTE_END, paste=True)
+
+
+def run_exec(worker: Worker, command: m.RunExec) -> None:
+    worker.on_readable_all()  # take in an OSC 7 cwd report that is already written
+    pty = worker.pty
+    shell_owns_tty = not worker.exited and pty.foreground_pgid() == pty.pid
+    cwd = resolve_cwd(command.cwd, worker.osc.cwd, pty.pid, shell_owns_tty, worker.config.cwd)
+    worker.execs.start(command, cwd)
+
+
+def close_pane(worker: Worker, command: m.ClosePane) -> None:
+    """Kill the pane's process tree, answer, and stop the worker."""
+    # Commands run in the socket's reader callback: drop the PTY's reader and writer first,
+    # or one already due in this loop turn would run on the closed fd.
+    loop = asyncio.get_running_loop()
+    loop.remove_reader(worker.pty.fd)
+    loop.remove_writer(worker.pty.fd)
+    worker.reads.close()
+    worker.close_tree()
+    worker.send(m.PaneClosed(request_id=command.request_id))
+    worker.stopped.set()
+
+
+COMMANDS: Mapping[type[m.Message], Callable[[Worker, Any], None]] = {
+    m.WriteInput: write_input,
+    m.ReadScreen: read_screen,
+    m.WriteAtPrompt: write_at_prompt,
+    m.CancelAtPrompt: cancel_at_prompt,
+    m.ScreenWatched: screen_watched,
+    m.ResizePty: resize_pty,
+    m.SendKey: send_key,
+    m.PasteText: paste_text,
+    m.RunExec: run_exec,
+    m.ClosePane: close_pane,
+}
