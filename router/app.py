@@ -17,8 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from pebrel.entrypoints import module_argv
 from pebrel.envelope import EncodedResult
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
-from pebrel.router import facts
+from pebrel.router import eager, facts
 from pebrel.router.answer_sync import AnswerSync
 from pebrel.router.forkserver import ForkServer
 from pebrel.router.handlers import Method, delegate, events, window
@@ -135,27 +134,11 @@ class RouterApp:
                     )
 
     def start(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Run a coroutine's first step now; only one that has to wait stays a pending Task.
-
-        Most requests finish without waiting (every read of state does): a plain Task per
-        request would cost them a loop turn. The step runs in mailbox order, like any
-        mutation. Python 3.12+ do this with the standard eager task factory, its first step
-        inside the Task (so `asyncio.timeout` and `wait_for` work from the first line); 3.11
-        has no eager tasks and runs the step through `_resume` (3.11's `wait_for` needs no Task).
-        """
-        loop = asyncio.get_running_loop()
-        if sys.version_info >= (3, 12):
-            task = asyncio.eager_task_factory(loop, coro)
-            if task.done():
-                return
-        else:
-            try:
-                waiting_on = coro.send(None)
-            except StopIteration:
-                return
-            task = loop.create_task(_resume(coro, waiting_on))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        """Run a request's first step now (router/eager.py); keep the Task of one that waits."""
+        task = eager.start(coro)
+        if task is not None:
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
 
     def start_request(self, request: m.HandleRequest) -> None:
         """Dispatch one request; if its handler cannot even be started, still answer it."""
@@ -368,27 +351,6 @@ class RouterApp:
         self.ctx.term()
         shutil.rmtree(self.ipc_dir, ignore_errors=True)
         logger.info("runtime stopped")
-
-
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, None], waiting_on: Any) -> Generator[Any, Any, None]:
-    """Continue a started coroutine inside a Task: hand the Task what it waits on first."""
-    while True:
-        try:
-            value = yield waiting_on
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:  # a failed future, or the Task's cancellation
-            try:
-                waiting_on = coro.throw(exc)
-            except StopIteration:
-                return
-        else:
-            try:
-                waiting_on = coro.send(value)
-            except StopIteration:
-                return
 
 
 def main() -> None:
