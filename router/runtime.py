@@ -1,4 +1,5 @@
-"""The router's domain core: state plus the operations handlers use (spawn, close, notify).
+"""The router's domain core: state plus the operations handlers use (close, notify, agents);
+spawning a pane's worker is router/spawn.py.
 
 Single-threaded over the event loop. Mutations happen synchronously between awaits, so they
 apply in mailbox order; anything slow (process spawn, worker replies, kills) is awaited.
@@ -101,7 +102,7 @@ class Runtime:
 
         asyncio.get_running_loop().call_later(SUBMIT_CONFIRM_MS / 1000 + 0.01, expire)
 
-    # -- spawning ------------------------------------------------------------------------------
+    # -- a new pane's cwd ----------------------------------------------------------------------
     def check_cwd(self, cwd: str | None) -> str | None:
         if cwd is None:
             return None

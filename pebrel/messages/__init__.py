@@ -3,8 +3,10 @@
 One module per family: frontend <-> router (frontend.py), router -> worker commands
 (commands.py) and the worker's replies (replies.py), the facts a worker reports about its pane
 (facts.py), pane.exec (exec.py). Each message is a small frozen record with an explicit
-``type``; commands are imperative, events past tense. codec.py is the one codec, and nothing
-else in Pebrel calls msgpack. ``from pebrel import messages as m`` gives all of them.
+``type``; most commands are imperative and events past tense (a few commands, such as
+``ScreenWatched``, keep the name the wire has always had: type names are wire format).
+codec.py is the one codec, and nothing else in Pebrel calls msgpack.
+``from pebrel import messages as m`` gives all of them.
 
 The fork server's records (forkserver.py) are JSON lines with a codec of their own: they go
 over pipes and a Unix socket between the router, the fork server and new workers, never over
