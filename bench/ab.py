@@ -66,9 +66,9 @@ def parse(results: str) -> dict[str, tuple[float | None, float | None, bool]]:
     return rows
 
 
-def run_side(python: str, workdir: Path, out: Path) -> None:
+def run_side(python: str, workdir: Path, out: Path, only: str) -> None:
     subprocess.run(
-        [python, "-m", "bench", "--out", str(out)],
+        [python, "-m", "bench", "--out", str(out), *(["--only", only] if only else [])],
         cwd=workdir,
         env=_env(workdir),
         check=True,
@@ -94,15 +94,15 @@ def report(table: Table, threshold: float, runs: int) -> tuple[str, list[str]]:
         f"A/B: {runs} alternations; medians over the runs of each side; "
         "B vs A above 1.00 means B is worse",
         "",
-        "| what | A (Pebrel) | B (Pebrel) | B vs A | comparator B vs A |",
-        "|---|---|---|---|---|",
+        "| what | A (Pebrel) | B (Pebrel) | B vs A | comparator B vs A | A runs | B runs |",
+        "|---|---|---|---|---|---|---|",
     ]
     flagged: list[str] = []
     a_rows, b_rows = table.sides["A"], table.sides["B"]
     for what, higher in table.higher_is_better.items():
         a, b = a_rows.get(what), b_rows.get(what)
         if a is None or b is None or not a.pebrel or not b.pebrel:
-            lines.append(f"| {what} | n/a | n/a | n/a | n/a |")
+            lines.append(f"| {what} | n/a | n/a | n/a | n/a | - | - |")
             continue
         a_med, b_med = statistics.median(a.pebrel), statistics.median(b.pebrel)
         factor = worse(a_med, b_med, higher)
@@ -115,7 +115,10 @@ def report(table: Table, threshold: float, runs: int) -> tuple[str, list[str]]:
         mark = " **worse**" if factor > 1 + threshold else ""
         if mark:
             flagged.append(what)
-        lines.append(f"| {what} | {a_med:.4g} | {b_med:.4g} | {factor:.2f}{mark} | {comp} |")
+        a_range = f"{min(a.pebrel):.4g}-{max(a.pebrel):.4g}"
+        ranges = f"{a_range} | {min(b.pebrel):.4g}-{max(b.pebrel):.4g}"
+        cells = f"{a_med:.4g} | {b_med:.4g} | {factor:.2f}{mark} | {comp} | {ranges}"
+        lines.append(f"| {what} | {cells} |")
     return "\n".join(lines) + "\n", flagged
 
 
@@ -126,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alternations", type=int, default=5)
     parser.add_argument("--threshold", type=float, default=0.10, help="flag B worse than this")
     parser.add_argument("--out", type=Path, default=None, help="also write the report here")
+    parser.add_argument("--only", default="", help="bench phases to run (python -m bench --only)")
     args = parser.parse_args(argv)
     table = Table(sides={"A": {}, "B": {}})
     with tempfile.TemporaryDirectory(prefix="pebrel-ab-") as tmp:
@@ -138,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             for side, python in order:
                 out = workdir / f"{side}-{i}.md"
                 print(f"alternation {i + 1}/{args.alternations}: {side}", file=sys.stderr)
-                run_side(python, workdir, out)
+                run_side(python, workdir, out, args.only)
                 for what, (mine, theirs, higher) in parse(out.read_text()).items():
                     table.higher_is_better.setdefault(what, higher)
                     figures = table.sides[side].setdefault(what, Figures())
