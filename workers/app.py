@@ -28,6 +28,7 @@ from pebrel.workers.pty import PosixPty
 from pebrel.workers.readwatch import ReadWatch
 from pebrel.workers.screen import PaneScreen
 from pebrel.workers.screenwatch import ScreenRuleWatch
+from pebrel.workers.shellkey import KEY_FILE_VAR, ShellKey
 from pebrel.workers.shells import launch_spec
 from pebrel.workers.writes import PtyWriter
 from pebrel.zmqio import NOBLOCK, Inbox, incoming, worker_connection
@@ -70,22 +71,36 @@ class Worker:
         self.inbox: Inbox | None = None  # made with the socket's reader, in run()
         argv, env = config.argv, dict(config.env)
         integrated = ends_with_b = False
+        #: The secret the shell's integration puts in its marks (None: no integration).
+        self.key: ShellKey | None = None
         if config.integrate:
             spec = launch_spec(argv[0], env)
             argv, integrated, ends_with_b = spec.argv, spec.integrated, spec.ends_prompts_with_b
             env.update(spec.env)
+            if integrated:
+                self.key = ShellKey()
+                env[KEY_FILE_VAR] = self.key.hand_over()
         self.integrated = integrated
         self.ends_prompts_with_b = ends_with_b
         # posix_spawn does not fork, so a spare's ZeroMQ context and I/O thread may exist
         # already (TRAPS: never fork with one; the ptyprocess fallback gets no spare context).
-        self.pty = PosixPty(argv, env, config.cwd, config.cols, config.rows)
+        try:
+            self.pty = PosixPty(argv, env, config.cwd, config.cols, config.rows)
+        except BaseException:
+            self._discard_key()
+            raise
         try:
             if on_spawned is not None:
                 on_spawned(self.pty.pid, integrated)
             self._build(config)
         except BaseException:
             self.pty.kill()
+            self._discard_key()
             raise
+
+    def _discard_key(self) -> None:
+        if self.key is not None:
+            self.key.discard()
 
     def _build(self, config: WorkerConfig) -> None:
         self.scanner = OscScanner()
@@ -95,7 +110,9 @@ class Worker:
         # Execs get the pane's launch environment, without the shell integration's additions.
         self.execs = ExecService(self.pty.pid, dict(config.env), self.send)
         self.foreground = ForegroundTracker(self.pty.pid)
-        self.osc = OscFacts(self._ids(), self.foreground, lambda: self.screen.cursor_row_absolute)
+        self.osc = OscFacts(
+            self._ids(), self.foreground, lambda: self.screen.cursor_row_absolute, self.key
+        )
         self.screen_rules = ScreenRuleWatch(
             screen_rules(config), self.screen.visible_text, self._send_screen_match
         )
@@ -292,6 +309,7 @@ class Worker:
         else:
             self.execs.close()
             proctree.kill_descendants()
+        self._discard_key()
         sock.close(linger=500)
         self.ctx.term()
 

@@ -6,8 +6,9 @@ prompt and sending the line back: one round trip less between the prompt and the
 The worker types once it has taken in the output that ends the prompt: a chunk after which
 the last mark seen is B (no command's C after it). bash and zsh draw B at the end of the
 prompt their line editor prints (zsh prints A earlier, from precmd, while the terminal still
-echoes input: a line typed then shows twice). fish 4 marks its prompts itself, with no B:
-for a shell not known to send B (fish) an A will do until a B has been seen from it. The
+echoes input: a line typed then shows twice). fish sends B from a wrapped ``fish_prompt``,
+which the user's own code can redefine later: for a shell not known to send B (fish) an A
+will do until a B has been seen from it. The
 prompt's marks go out first, then the write, then its answer, so the router sees the prompt,
 then the write (where it sets the running edge), then the command's own marks, in that order.
 """

@@ -10,6 +10,9 @@ bash, zsh and fish get shell integration without any change to the user's dotfil
 - fish: ``fish --init-command 'source <shellinit/pebrel.fish>'`` (after the user's config).
 
 ``sh``/dash and unknown shells are launched with a plain argv and no integration.
+
+Every mark the integration prints carries the pane's secret (``workers.shellkey``), handed over
+in a private file whose path is in ``PEBREL_SHELL_KEY_FILE``; the worker adds that variable.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ class ShellLaunch:
     argv: list[str]
     env: dict[str, str]  # variables to add/override in the pane environment
     integrated: bool  # True when Pebrel injected OSC 133 (bash, zsh, fish)
-    #: Every prompt ends with an OSC 133 B mark (bash, zsh). fish 4 marks its prompts itself,
-    #: without B; Pebrel's script for older fish sends B, which the worker learns on the way.
+    #: Every prompt ends with an OSC 133 B mark (bash, zsh). Pebrel's fish script sends B from
+    #: a wrapped ``fish_prompt``, which a later redefinition can undo: the worker learns it.
     ends_prompts_with_b: bool = False
 
 

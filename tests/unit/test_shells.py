@@ -15,18 +15,22 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from ptyprocess import PtyProcess
 
+from pebrel.workers.shellkey import KEY_FILE_VAR
 from pebrel.workers.shells import ShellLaunch, launch_spec, shell_kind
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
-MARK_A = b"\x1b]133;A\x07"
-MARK_B = b"\x1b]133;B\x07"
-MARK_C = b"\x1b]133;C\x07"
-MARK_D = re.compile(rb"\x1b\]133;D;(\d+)\x07")
+#: The pane's secret these shells get (workers/shellkey.py): every mark ends with it.
+KEY = "00112233445566778899aabbccddeeff"
+KEY_FIELD = b";k=" + KEY.encode()
+MARK_A = b"\x1b]133;A" + KEY_FIELD + b"\x07"
+MARK_B = b"\x1b]133;B" + KEY_FIELD + b"\x07"
+MARK_C = b"\x1b]133;C" + KEY_FIELD + b"\x07"
+MARK_D = re.compile(rb"\x1b\]133;D;(\d+)" + re.escape(KEY_FIELD) + rb"\x07")
 ANY_D = b"\x1b]133;D"
 OSC_ANY = re.compile(rb"\x1b\][^\x07]*\x07")
-OSC7 = re.compile(rb"\x1b\]7;([^\x07]*)\x07")
+OSC7 = re.compile(rb"\x1b\]7;([^\x07]*)" + re.escape(KEY_FIELD) + rb"\x07")
 DA1_QUERIES = (b"\x1b[c", b"\x1b[0c")
 DEADLINE = 15.0
 SHELLS = ("bash", "zsh", "fish")
@@ -128,9 +132,13 @@ def spawn(home: Path) -> Iterator[Spawner]:
         base.update(extra_env or {})
         launch = launch_spec(executable, base)
         assert launch.integrated
-        session = ShellSession(launch.argv, {**base, **launch.env}, home)
+        key_file = home.parent / f"key-{len(sessions)}"
+        key_file.write_text(KEY + "\n")
+        env = {**base, **launch.env, KEY_FILE_VAR: str(key_file)}
+        session = ShellSession(launch.argv, env, home)
         sessions.append(session)
         session.wait_prompt()
+        assert not key_file.exists(), "the integration removes the key file it read"
         return session
 
     yield start

@@ -2,11 +2,20 @@
 #
 # --rcfile replaces ~/.bashrc, so the user's own setup is sourced here first; then the
 # integration emits, on the pane's terminal:
-#   ESC ] 133;D;<status> BEL   after a command that was started with C (from PROMPT_COMMAND)
-#   ESC ] 7;file://<host><percent-encoded cwd> BEL   before each prompt (from PROMPT_COMMAND)
-#   ESC ] 133;A BEL / ESC ] 133;B BEL   around PS1 (wrapped in \[ \])
-#   ESC ] 133;C BEL   from PS0, once a non-empty command line has been read
+#   ESC ] 133;D;<status>;k=<key> BEL   after a command that was started with C (PROMPT_COMMAND)
+#   ESC ] 7;file://<host><percent-encoded cwd>;k=<key> BEL   before each prompt (PROMPT_COMMAND)
+#   ESC ] 133;A;k=<key> BEL / ESC ] 133;B;k=<key> BEL   around PS1 (wrapped in \[ \])
+#   ESC ] 133;C;k=<key> BEL   from PS0, once a non-empty command line has been read
+# <key> is the pane's secret: Pebrel takes only marks that carry it. It comes from the private
+# file named by PEBREL_SHELL_KEY_FILE, read and removed here before anything else runs.
 # Helper variables are shell variables only: nothing is exported to child processes.
+
+__pebrel_key=
+if [[ -n ${PEBREL_SHELL_KEY_FILE-} ]]; then
+    IFS= read -r __pebrel_key 2>/dev/null <"$PEBREL_SHELL_KEY_FILE"
+    command rm -f -- "$PEBREL_SHELL_KEY_FILE"
+fi
+unset PEBREL_SHELL_KEY_FILE
 
 # Bash builds that define SYS_BASHRC (Debian, Arch, ...) read /etc/bash.bashrc themselves even
 # with --rcfile; Pebrel says so through PEBREL_BASH_SYSTEM_RC=read so it is not sourced twice.
@@ -23,11 +32,11 @@ fi
 if [[ -z ${__pebrel_installed-} ]]; then
     __pebrel_installed=1
     __pebrel_command_started=0
-    __pebrel_mark_a='\[\e]133;A\a\]'
-    __pebrel_mark_b='\[\e]133;B\a\]'
+    __pebrel_mark_a='\[\e]133;A;k='$__pebrel_key'\a\]'
+    __pebrel_mark_b='\[\e]133;B;k='$__pebrel_key'\a\]'
     # Expands to nothing; its arithmetic side effect records, in the current shell, that a
     # command line was read (PS0 is not displayed for empty or comment-only lines).
-    __pebrel_mark_c='${PS0:0:$((__pebrel_command_started=1,0))}\e]133;C\a'
+    __pebrel_mark_c='${PS0:0:$((__pebrel_command_started=1,0))}\e]133;C;k='$__pebrel_key'\a'
     unset __pebrel_ps1 __pebrel_ps0  # the PS1/PS0 values last produced here
 
     __pebrel_urlencode() {
@@ -52,10 +61,10 @@ if [[ -z ${__pebrel_installed-} ]]; then
         local status=$?
         if [[ $__pebrel_command_started == 1 ]]; then
             __pebrel_command_started=0
-            printf '\e]133;D;%s\a' "$status"
+            printf '\e]133;D;%s;k=%s\a' "$status" "$__pebrel_key"
         fi
         __pebrel_urlencode "$PWD"
-        printf '\e]7;file://%s%s\a' "${HOSTNAME-}" "$__pebrel_url"
+        printf '\e]7;file://%s%s;k=%s\a' "${HOSTNAME-}" "$__pebrel_url" "$__pebrel_key"
         return "$status"
     }
 

@@ -3,12 +3,25 @@
 #
 # This file restores ZDOTDIR exactly (unset when it was unset), sources the user's own .zshenv,
 # and, for interactive shells, installs hooks that emit on the pane's terminal:
-#   ESC ] 133;D;<status> BEL   in precmd, only after a command that was started with C
-#   ESC ] 133;A BEL            in precmd (prompt start), then
-#   ESC ] 7;file://<host><percent-encoded cwd> BEL
-#   ESC ] 133;B BEL            at the end of PS1, wrapped in %{ %} (prompt end)
-#   ESC ] 133;C BEL            in preexec (command start; zsh runs no preexec for empty lines)
+#   ESC ] 133;D;<status>;k=<key> BEL   in precmd, only after a command that was started with C
+#   ESC ] 133;A;k=<key> BEL            in precmd (prompt start), then
+#   ESC ] 7;file://<host><percent-encoded cwd>;k=<key> BEL
+#   ESC ] 133;B;k=<key> BEL            at the end of PS1, wrapped in %{ %} (prompt end)
+#   ESC ] 133;C;k=<key> BEL            in preexec (command start; none for empty lines)
+# <key> is the pane's secret: Pebrel takes only marks that carry it. It comes from the private
+# file named by PEBREL_SHELL_KEY_FILE, read and removed here before anything else runs.
 # zsh then reads the user's .zprofile/.zshrc/.zlogin from the restored ZDOTDIR by itself.
+
+typeset -g __pebrel_key=
+if [[ -n ${PEBREL_SHELL_KEY_FILE-} ]]; then
+    IFS= read -r __pebrel_key 2>/dev/null <$PEBREL_SHELL_KEY_FILE
+    if zmodload -F zsh/files b:zf_rm 2>/dev/null; then
+        zf_rm -f -- $PEBREL_SHELL_KEY_FILE
+    else
+        command rm -f -- $PEBREL_SHELL_KEY_FILE
+    fi
+fi
+unset PEBREL_SHELL_KEY_FILE
 
 if (( ${+PEBREL_ZSH_USER_ZDOTDIR} )); then
     ZDOTDIR=$PEBREL_ZSH_USER_ZDOTDIR
@@ -26,7 +39,7 @@ fi
     emulate -L zsh
     typeset -g __pebrel_installed=1
     typeset -gi __pebrel_command_started=0 __pebrel_zle_hooked=0
-    typeset -g __pebrel_mark_b=$'%{\e]133;B\a%}'
+    typeset -g __pebrel_mark_b=$'%{\e]133;B;k='$__pebrel_key$'\a%}'
     unset __pebrel_ps1  # the PS1 value last produced here
 
     __pebrel_urlencode() {
@@ -59,16 +72,16 @@ fi
         emulate -L zsh
         if (( __pebrel_command_started )); then
             __pebrel_command_started=0
-            print -rn -- $'\e]133;D;'$ret$'\a'
+            print -rn -- $'\e]133;D;'$ret';k='$__pebrel_key$'\a'
         fi
-        print -rn -- $'\e]133;A\a'
+        print -rn -- $'\e]133;A;k='$__pebrel_key$'\a'
         local REPLY
         if [[ $PWD != *[^A-Za-z0-9/._~-]* ]]; then
             REPLY=$PWD
         else
             __pebrel_urlencode $PWD
         fi
-        print -rn -- $'\e]7;file://'$HOST$REPLY$'\a'
+        print -rn -- $'\e]7;file://'$HOST$REPLY';k='$__pebrel_key$'\a'
         __pebrel_apply_ps1
         if (( ! __pebrel_zle_hooked )); then
             # Registered here, after all startup files: a plain `zle -N zle-line-init` in
@@ -87,7 +100,7 @@ fi
 
     __pebrel_preexec() {
         __pebrel_command_started=1
-        print -rn -- $'\e]133;C\a'
+        print -rn -- $'\e]133;C;k='$__pebrel_key$'\a'
     }
 
     __pebrel_line_init() {
