@@ -9,10 +9,12 @@ just output (R5, R6.2).
 
 The secret reaches the shell through a private file (created ``0600`` with ``O_EXCL``), never
 through its contents in the environment: the shell inherits only the file's path, in
-``PEBREL_SHELL_KEY_FILE``; the integration reads the file, removes it and unsets the variable
-before it sources the user's own startup files (fish runs its ``--init-command`` after
-``config.fish``, so there the user's config runs first). The worker removes the file too, at the
-first mark that carries the secret and when it stops, in case the shell never read it.
+``PEBREL_SHELL_KEY_FILE``; the integration reads the file and unsets the variable before it
+sources the user's own startup files (fish runs its ``--init-command`` after ``config.fish``,
+so there the user's config runs first). zsh removes the file at once with its ``zf_rm``
+builtin; for bash and fish, which have no such builtin (an ``rm`` process would cost every
+pane's start a fork and an exec), the worker removes it when the first mark carrying the
+secret arrives, which is the shell's first prompt, and in any case when it stops.
 """
 
 from __future__ import annotations

@@ -7,13 +7,14 @@
 #   ESC ] 133;A;k=<key> BEL / ESC ] 133;B;k=<key> BEL   around PS1 (wrapped in \[ \])
 #   ESC ] 133;C;k=<key> BEL   from PS0, once a non-empty command line has been read
 # <key> is the pane's secret: Pebrel takes only marks that carry it. It comes from the private
-# file named by PEBREL_SHELL_KEY_FILE, read and removed here before anything else runs.
+# file named by PEBREL_SHELL_KEY_FILE, read here before anything else runs; the variable is
+# unset at once, and the worker removes the file when the first mark arrives (bash has no
+# builtin to remove a file, and an `rm` process would slow every pane's start).
 # Helper variables are shell variables only: nothing is exported to child processes.
 
 __pebrel_key=
 if [[ -n ${PEBREL_SHELL_KEY_FILE-} ]]; then
     IFS= read -r __pebrel_key 2>/dev/null <"$PEBREL_SHELL_KEY_FILE"
-    command rm -f -- "$PEBREL_SHELL_KEY_FILE"
 fi
 unset PEBREL_SHELL_KEY_FILE
 

@@ -6,8 +6,10 @@
 #   ESC ] 133;C;k=<key> BEL   on fish_preexec (command start)
 #   ESC ] 133;D;<status>;k=<key> BEL   on fish_postexec, only after a C
 # <key> is the pane's secret: Pebrel takes only marks that carry it. It comes from the private
-# file named by PEBREL_SHELL_KEY_FILE, read and removed here. fish 4 and later print OSC 133
-# marks of their own; those carry no key, so Pebrel ignores them and relies on these.
+# file named by PEBREL_SHELL_KEY_FILE, read here; the variable is erased at once, and the
+# worker removes the file when the first mark arrives (no `rm` process on every start).
+# fish 4 and later print OSC 133 marks of their own; those carry no key, so Pebrel ignores
+# them and relies on these.
 
 if set -q PEBREL_SHELL_KEY_FILE
     and not set -q __pebrel_key
@@ -15,7 +17,6 @@ if set -q PEBREL_SHELL_KEY_FILE
     if read -l __pebrel_read <$PEBREL_SHELL_KEY_FILE 2>/dev/null
         set -g __pebrel_key $__pebrel_read
     end
-    command rm -f -- $PEBREL_SHELL_KEY_FILE
 end
 set -e PEBREL_SHELL_KEY_FILE
 

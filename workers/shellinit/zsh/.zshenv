@@ -9,17 +9,14 @@
 #   ESC ] 133;B;k=<key> BEL            at the end of PS1, wrapped in %{ %} (prompt end)
 #   ESC ] 133;C;k=<key> BEL            in preexec (command start; none for empty lines)
 # <key> is the pane's secret: Pebrel takes only marks that carry it. It comes from the private
-# file named by PEBREL_SHELL_KEY_FILE, read and removed here before anything else runs.
+# file named by PEBREL_SHELL_KEY_FILE, read and removed here before anything else runs (the
+# worker also removes it when the first mark arrives, should zsh/files be missing).
 # zsh then reads the user's .zprofile/.zshrc/.zlogin from the restored ZDOTDIR by itself.
 
 typeset -g __pebrel_key=
 if [[ -n ${PEBREL_SHELL_KEY_FILE-} ]]; then
     IFS= read -r __pebrel_key 2>/dev/null <$PEBREL_SHELL_KEY_FILE
-    if zmodload -F zsh/files b:zf_rm 2>/dev/null; then
-        zf_rm -f -- $PEBREL_SHELL_KEY_FILE
-    else
-        command rm -f -- $PEBREL_SHELL_KEY_FILE
-    fi
+    zmodload -F zsh/files b:zf_rm 2>/dev/null && zf_rm -f -- $PEBREL_SHELL_KEY_FILE
 fi
 unset PEBREL_SHELL_KEY_FILE
 
