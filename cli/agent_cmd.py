@@ -30,6 +30,7 @@ from pebrel.cli.options import (
     pretty_option,
     read_paste_text,
     ready_timeout_option,
+    screen_option,
     submission_timeout_option,
     submission_wait_option,
     wait_state_option,
@@ -153,10 +154,12 @@ def paste(
 @agent_arg
 @generation_option(help=GENERATION_HELP)
 @lines_option(LINES_HELP)
+@screen_option
 @pretty_option
-def read(agent: str, generation: int | None, lines: int | None, pretty: bool) -> None:
-    """The last lines of AGENT's pane."""
-    call(agent_params.agent_read(agent=agent, generation=generation, lines=lines), pretty)
+def read(agent: str, generation: int | None, lines: int | None, screen: bool, pretty: bool) -> None:
+    """The last lines of AGENT's pane, or (--screen) its visible screen."""
+    req = agent_params.agent_read(agent=agent, generation=generation, lines=lines, screen=screen)
+    call(req, pretty)
 
 
 @agent.command("delegate")

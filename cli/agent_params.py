@@ -61,8 +61,11 @@ def agent_paste(*, agent: str, generation: int | None, text: str, submit: bool =
     return Request("agent.paste", params)
 
 
-def agent_read(*, agent: str, generation: int | None, lines: int | None = None) -> Request:
-    return Request("agent.read", prune(agent=agent, generation=generation, lines=lines))
+def agent_read(
+    *, agent: str, generation: int | None, lines: int | None = None, screen: bool = False
+) -> Request:
+    params = prune(agent=agent, generation=generation, lines=lines, screen=screen or None)
+    return Request("agent.read", params)
 
 
 def agent_wait(

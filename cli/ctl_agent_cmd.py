@@ -18,6 +18,7 @@ from pebrel.cli.options import (
     no_submit_option,
     pretty_option,
     ready_timeout_option,
+    screen_option,
     submission_timeout_option,
     wait_timeout_option,
     window_option,
@@ -96,10 +97,12 @@ def agent_wait(
 @agent_option
 @generation_option(required=True)
 @lines_option()
+@screen_option
 @pretty_option
-def agent_read(agent: str, generation: int, lines: int | None, pretty: bool) -> None:
+def agent_read(agent: str, generation: int, lines: int | None, screen: bool, pretty: bool) -> None:
     """agent.read."""
-    call(agent_params.agent_read(agent=agent, generation=generation, lines=lines), pretty)
+    req = agent_params.agent_read(agent=agent, generation=generation, lines=lines, screen=screen)
+    call(req, pretty)
 
 
 @click.command("agent-fork")

@@ -27,6 +27,7 @@ from pebrel.cli.options import (
     paste_source_options,
     pretty_option,
     read_paste_text,
+    screen_option,
     shell_option,
     size_options,
     submission_timeout_option,
@@ -74,10 +75,14 @@ def snapshot(pretty: bool) -> None:
 @window_option
 @pane_option(required=True)
 @lines_option()
+@screen_option
 @pretty_option
-def read(window_id: int | None, pane_id: int, lines: int | None, pretty: bool) -> None:
+def read(
+    window_id: int | None, pane_id: int, lines: int | None, screen: bool, pretty: bool
+) -> None:
     """pane.read."""
-    call(params.pane_read(window_id=window_id, pane_id=pane_id, lines=lines), pretty)
+    req = params.pane_read(window_id=window_id, pane_id=pane_id, lines=lines, screen=screen)
+    call(req, pretty)
 
 
 @ctl.command("run")

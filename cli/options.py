@@ -112,6 +112,14 @@ def lines_option(help: str | None = None) -> Callable[[CommandFunc], CommandFunc
     return click.option("--lines", type=click.IntRange(1, READ_MAX_LINES), help=help)
 
 
+screen_option = click.option(
+    "--screen",
+    is_flag=True,
+    help="Read the visible screen row by row (one `lines` entry per row, `screen` cell by "
+    "cell, `cursor`) instead of logical lines; not with --lines.",
+)
+
+
 wait_state_option = click.option("--state", type=WAIT_STATES, default="settled", show_default=True)
 wait_timeout_option = click.option(
     "--timeout-ms", type=INDEX, default=CLI_WAIT_TIMEOUT_MS, show_default=True

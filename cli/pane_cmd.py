@@ -35,6 +35,7 @@ from pebrel.cli.options import (
     paste_source_options,
     pretty_option,
     read_paste_text,
+    screen_option,
     shell_option,
     submission_timeout_option,
     submission_wait_option,
@@ -101,10 +102,14 @@ def list_panes(window_id: int | None, pretty: bool) -> None:
 @pane_arg
 @window_option
 @lines_option(LINES_HELP)
+@screen_option
 @pretty_option
-def read(pane_id: int, window_id: int | None, lines: int | None, pretty: bool) -> None:
-    """The last logical lines of a pane."""
-    call(params.pane_read(window_id=window_id, pane_id=pane_id, lines=lines), pretty)
+def read(
+    pane_id: int, window_id: int | None, lines: int | None, screen: bool, pretty: bool
+) -> None:
+    """The last logical lines of a pane, or (--screen) its visible screen."""
+    req = params.pane_read(window_id=window_id, pane_id=pane_id, lines=lines, screen=screen)
+    call(req, pretty)
 
 
 @pane.command("send")

@@ -155,8 +155,11 @@ def pane_resize(*, window_id: int | None, pane_id: int, ratio: float) -> Request
 # ---- panes: input, output, waiting -------------------------------------------------------------
 
 
-def pane_read(*, window_id: int | None, pane_id: int, lines: int | None = None) -> Request:
-    return Request("pane.read", prune(window_id=window_id, pane_id=pane_id, lines=lines))
+def pane_read(
+    *, window_id: int | None, pane_id: int, lines: int | None = None, screen: bool = False
+) -> Request:
+    params = prune(window_id=window_id, pane_id=pane_id, lines=lines, screen=screen or None)
+    return Request("pane.read", params)
 
 
 def pane_prompt(*, window_id: int | None, pane_id: int, text: str, submit: bool = True) -> Request:

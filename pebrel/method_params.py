@@ -104,6 +104,7 @@ class PanePromptParams(PaneTarget):
 
 class PaneReadParams(PaneTarget):
     lines: NotRequired[int]
+    screen: NotRequired[bool]
 
 
 class PaneWaitParams(PaneTarget):
@@ -198,6 +199,7 @@ class AgentPasteParams(AgentTarget):
 
 class AgentReadParams(AgentTarget):
     lines: NotRequired[int]
+    screen: NotRequired[bool]
 
 
 class AgentWaitParams(TypedDict):

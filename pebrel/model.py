@@ -43,7 +43,11 @@ DEFAULT_SCROLLBACK_LINES: Final = 10_000
 SUBMIT_CONFIRM_MS: Final = 2000
 READ_DEFAULT_LINES: Final = 120
 READ_MAX_LINES: Final = 2000
+#: A pane.read/agent.read answer on the wire (the whole JSON line) stays within this.
 READ_MAX_BYTES: Final = 1 << 20
+#: What a read answer's lines may take encoded (they are carried twice, in `text` and
+#: `lines`); the rest of READ_MAX_BYTES is room for its other fields and the envelope.
+READ_LINES_MAX_BYTES: Final = READ_MAX_BYTES - 4096
 MAX_PROMPT_BYTES: Final = 32 * 1024
 #: How often `pane.send_key` may press one key in a request.
 MAX_KEY_REPEAT: Final = 64

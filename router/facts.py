@@ -124,6 +124,7 @@ HANDLERS: Mapping[type[m.Message], Handler] = {
     m.InputWritten: replied,
     m.PasteWritten: replied,
     m.ScreenRead: replied,
+    m.GridRead: replied,
     m.PtyResized: replied,
     m.PaneClosed: replied,
     m.ExecFinished: replied,

@@ -42,6 +42,23 @@ def read_screen(worker: Worker, command: m.ReadScreen) -> None:
         worker.reads.answered_read(command.lines, command.max_bytes)
 
 
+def read_grid(worker: Worker, command: m.ReadGrid) -> None:
+    worker.on_readable_all()
+    grid = worker.screen.grid()
+    worker.send(
+        m.GridRead(
+            request_id=command.request_id,
+            cells=grid.cells,
+            wrapped=grid.wrapped,
+            cursor_row=grid.cursor_row,
+            cursor_col=grid.cursor_col,
+            cursor_visible=grid.cursor_visible,
+            alt_screen=grid.alt_screen,
+            history_available=grid.history_available,
+        )
+    )
+
+
 def write_at_prompt(worker: Worker, command: m.WriteAtPrompt) -> None:
     worker.on_readable_all()  # a prompt already written counts
     worker.prompt_writes.arm(command, worker.exited)
@@ -117,6 +134,7 @@ def close_pane(worker: Worker, command: m.ClosePane) -> None:
 COMMANDS: Mapping[type[m.Message], Callable[[Worker, Any], None]] = {
     m.WriteInput: write_input,
     m.ReadScreen: read_screen,
+    m.ReadGrid: read_grid,
     m.WriteAtPrompt: write_at_prompt,
     m.CancelAtPrompt: cancel_at_prompt,
     m.ScreenWatched: screen_watched,

@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from pebrel.envelope import dump_value
 from pebrel.workers.ingest import FastIngest
 from pebrel.workers.vt import BRACKETED_PASTE, DECCKM, TrackedScreen, Utf8Stream, row_text
 
@@ -23,6 +24,26 @@ class ReadResult:
     lines: list[str]
     history_available: int
     truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """The visible screen cell by cell (:meth:`PaneScreen.grid`).
+
+    ``cells``: one list per row, ``cols`` cell texts each: a character with whatever
+    zero-width characters were written after it, ``" "`` for a blank cell, ``""`` for the second
+    cell of a wide character. ``wrapped``: the row's text continues on the next row (a soft
+    wrap). The cursor is where the next character goes (a pending wrap shows it on the last
+    column).
+    """
+
+    cells: list[list[str]]
+    wrapped: list[bool]
+    cursor_row: int
+    cursor_col: int
+    cursor_visible: bool
+    alt_screen: bool
+    history_available: int
 
 
 class PaneScreen:
@@ -96,12 +117,36 @@ class PaneScreen:
         self.settle()
         return "\n".join(text for text, _ in self._visible_rows())
 
+    def grid(self) -> Grid:
+        """The visible rows exactly as shown, cell by cell (side-effect free)."""
+        self.settle()
+        screen = self._screen
+        cols = screen.columns
+        buffer = screen.buffer
+        blank = [" "] * cols
+        cells: list[list[str]] = []
+        for y in range(screen.lines):
+            row = buffer.get(y)
+            cells.append([row[x].data for x in range(cols)] if row else blank.copy())
+        cursor = screen.cursor
+        alt = screen.main_saved is not None
+        return Grid(
+            cells=cells,
+            wrapped=list(screen.wrapped),
+            cursor_row=cursor.y,
+            cursor_col=min(cursor.x, cols - 1),
+            cursor_visible=not cursor.hidden,
+            alt_screen=alt,
+            history_available=0 if alt else screen.history.logical_lines(),
+        )
+
     def read(self, lines: int, max_bytes: int = 1 << 20) -> ReadResult:
         """Return the last ``lines`` logical lines of scrollback plus screen, oldest first.
 
         Rows joined by soft wraps form one logical line. Empty rows below both the cursor row
         and the last non-empty row are not content, nor is an empty cursor row at the end.
-        If the lines would exceed ``max_bytes`` (UTF-8, joined by newlines), the oldest are
+        An answer carries the lines twice, as a JSON array and joined by newlines in one JSON
+        string: if the two would take more than ``max_bytes`` encoded, the oldest lines are
         dropped and ``truncated`` is set. Repeating a read with nothing fed in between answers
         from a cache (the result must not be modified).
         """
@@ -175,12 +220,19 @@ def _logical_read(
         newest_first.append("".join(reversed(pending)).rstrip())
     truncated = len(newest_first) > lines
     del newest_first[max(lines, 0) :]
-    size = -1
+    size = 1
     for index, line in enumerate(newest_first):
-        size += len(line.encode("utf-8")) + 1
+        size += 2 * json_size(line) + 1
         if size > max_bytes:
             del newest_first[index:]
             truncated = True
             break
     newest_first.reverse()
     return ReadResult(newest_first, history_available, truncated)
+
+
+def json_size(text: str) -> int:
+    """The bytes ``text`` takes as a JSON string in an answer (quotes and escapes included)."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return (len(text) if text.isascii() else len(text.encode("utf-8"))) + 2
+    return len(dump_value(text))

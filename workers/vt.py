@@ -6,8 +6,14 @@ scrolls off the top of the main screen is stored once as a plain string with a s
 pyte's silent autowrap is recorded per visible row, and the alternate screen (modes 47, 1047,
 1049), which pyte ignores, is implemented by swapping buffers. ``draw`` has a fast route for
 printable ASCII that writes whole row slices with shared cell objects; anything else (wide or
-combining characters, insert mode, no autowrap, a translated charset) goes through pyte's own
-per-character ``draw``.
+zero-width characters, insert mode, no autowrap, a translated charset) goes through
+``workers.celldraw`` (pyte's own ``draw`` drops text after a zero-width joiner).
+
+A row's soft-wrap flag says that its text continues on the next row: it is set when a
+character is drawn past the last column (not when the cursor merely reaches it), and cleared
+when the row is erased to its end, or when the next row is erased from column 0 to its end
+(what ``less`` does to its prompt row after nudging a full row to wrap with " \\b"), as in
+tmux.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import pyte
 from pyte import charsets, modes
 from pyte.screens import Char, Cursor, StaticDefaultDict
 
+from pebrel.workers.celldraw import draw_chars, unsplit
 from pebrel.workers.history import History
 
 DECCKM = 1 << 5
@@ -101,7 +108,7 @@ class TrackedScreen(pyte.Screen):
             if self._fast_draw and data.isascii() and data.isprintable() and self._plain():
                 self._draw_ascii(data)
             else:
-                super().draw(data)
+                draw_chars(self, data)
         finally:
             self._in_draw = False
 
@@ -130,7 +137,9 @@ class TrackedScreen(pyte.Screen):
                 self.linefeed()
             x = cursor.x
             count = min(cols - x, end - pos)
-            self.buffer[cursor.y].update(
+            row = self.buffer[cursor.y]
+            unsplit(row, x, x + count)
+            row.update(
                 zip(
                     range(x, x + count),
                     map(glyphs.__getitem__, data[pos : pos + count]),
@@ -215,14 +224,23 @@ class TrackedScreen(pyte.Screen):
         if how not in (0, 1, 2):
             return  # pyte fails on other values; xterm ignores them
         if how in (0, 2):
-            self.wrapped[self.cursor.y] = False
+            self._erased_to_end(whole=how == 2 or self.cursor.x == 0)
         super().erase_in_line(how, private)
+
+    def _erased_to_end(self, whole: bool) -> None:
+        """The cursor row is erased to its end (``whole``: from column 0): it no longer
+        continues on the next row, and (``whole``) the row above no longer continues on it."""
+        y = self.cursor.y
+        self.wrapped[y] = False
+        if whole and y > 0:
+            self.wrapped[y - 1] = False
 
     def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
         if how not in (0, 1, 2, 3):
             return  # pyte fails on other values; xterm ignores them
         if how == 0:
             self.wrapped[self.cursor.y + 1 :] = [False] * (self.lines - self.cursor.y - 1)
+            self._erased_to_end(whole=self.cursor.x == 0)
         elif how == 1:
             self.wrapped[: self.cursor.y] = [False] * self.cursor.y
         elif how in (2, 3):

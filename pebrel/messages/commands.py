@@ -36,6 +36,15 @@ class CancelAtPrompt(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class ReadGrid(Message):
+    """Read the visible screen cell by cell (pane.read with ``screen``); answered by a
+    GridRead. Never kept: every such read comes to the worker."""
+
+    type: ClassVar[str] = "read_grid"
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReadScreen(Message):
     """Read the screen. ``keep``: the router keeps the answer for repeated reads (pane.read),
     so the worker watches it (ScreenUpdated / ScreenChanged); False for a one-off look."""
@@ -100,6 +109,7 @@ MESSAGES: tuple[type[Message], ...] = (
     WriteAtPrompt,
     CancelAtPrompt,
     ReadScreen,
+    ReadGrid,
     ScreenWatched,
     ResizePty,
     ClosePane,

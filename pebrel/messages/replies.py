@@ -43,6 +43,21 @@ class ScreenRead(Reply):
 
 
 @dataclass(frozen=True, slots=True)
+class GridRead(Reply):
+    """The visible screen as the worker had it (``workers.screen.Grid``): ``cells`` has one
+    list of ``cols`` cell texts per row."""
+
+    type: ClassVar[str] = "grid_read"
+    cells: list[list[str]]
+    wrapped: list[bool]
+    cursor_row: int
+    cursor_col: int
+    cursor_visible: bool
+    alt_screen: bool
+    history_available: int
+
+
+@dataclass(frozen=True, slots=True)
 class PtyResized(Reply):
     type: ClassVar[str] = "pty_resized"
     cols: int
@@ -58,6 +73,7 @@ MESSAGES: tuple[type[Message], ...] = (
     InputWritten,
     PasteWritten,
     ScreenRead,
+    GridRead,
     PtyResized,
     PaneClosed,
 )

@@ -27,7 +27,7 @@ from pebrel.method_params import (
     AgentsListParams,
     AgentWaitParams,
 )
-from pebrel.model import READ_DEFAULT_LINES, WAIT_DEFAULT_TIMEOUT_MS
+from pebrel.model import WAIT_DEFAULT_TIMEOUT_MS
 from pebrel.router import agents, links
 from pebrel.router.agents import HOOK_STATES, NamedAgent
 from pebrel.router.handlers import Handler, Result
@@ -204,7 +204,7 @@ async def paste(rt: Runtime, params: AgentPasteParams) -> Result:
 
 async def read(rt: Runtime, params: AgentReadParams) -> Result:
     agent, pane = bound(rt, params["agent"], params.get("generation"))
-    result = await read_result(rt, pane, params.get("lines", READ_DEFAULT_LINES))
+    result = await read_result(rt, pane, params)
     return {**identity(agent), **result}
 
 

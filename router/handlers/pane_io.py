@@ -10,10 +10,16 @@ from pebrel import messages as m
 from pebrel.envelope import EncodedResult, dump_value
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.inputs import check_prompt_text
-from pebrel.method_params import PanePromptParams, PaneReadParams, PaneRunParams, PaneWaitParams
+from pebrel.method_params import (
+    AgentReadParams,
+    PanePromptParams,
+    PaneReadParams,
+    PaneRunParams,
+    PaneWaitParams,
+)
 from pebrel.model import (
     READ_DEFAULT_LINES,
-    READ_MAX_BYTES,
+    READ_LINES_MAX_BYTES,
     RUN_DEFAULT_TIMEOUT_MS,
     WAIT_DEFAULT_TIMEOUT_MS,
 )
@@ -28,6 +34,7 @@ from pebrel.router.handlers.input_common import (
     submitted_result,
     worker_link,
 )
+from pebrel.router.handlers.screen_read import grid_result
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import KeptRead, Pane
 
@@ -69,7 +76,7 @@ async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
         answer = await links.request(
             worker_link(rt, pane),
             rt.send,
-            lambda rid: m.ReadScreen(request_id=rid, lines=lines, max_bytes=READ_MAX_BYTES),
+            lambda rid: m.ReadScreen(request_id=rid, lines=lines, max_bytes=READ_LINES_MAX_BYTES),
         )
         assert isinstance(answer, m.ScreenRead)
         kept = KeptRead(answer)
@@ -123,15 +130,33 @@ def _state_part(pane: Pane) -> Result:
     }
 
 
-async def read_result(rt: Runtime, pane: Pane, lines: int = READ_DEFAULT_LINES) -> Result:
+async def read_result(rt: Runtime, pane: Pane, params: PaneReadParams | AgentReadParams) -> Result:
     """pane.read's result as a dict (agent.read adds the agent's identity to it)."""
+    if _screen_read(params):
+        return await grid_result(rt, pane, _state_part(pane))
+    lines = params.get("lines", READ_DEFAULT_LINES)
     kept = await _kept_read(rt, pane, lines)
     return {**_screen_part(pane, lines, kept.reply), **_state_part(pane)}
 
 
+def _screen_read(params: PaneReadParams | AgentReadParams) -> bool:
+    """Whether a read asks for the visible grid (``screen``), which takes no ``lines``."""
+    if not params.get("screen", False):
+        return False
+    if "lines" in params:
+        raise PebrelError(
+            ErrorCode.INVALID_PARAMS,
+            "lines cannot be combined with screen (a screen read answers every row)",
+            {"field": "lines"},
+        )
+    return True
+
+
 async def read(rt: Runtime, params: PaneReadParams) -> EncodedResult:
-    """pane.read, encoded (see read_json)."""
+    """pane.read, encoded (see read_json; a screen read is never reused)."""
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    if _screen_read(params):
+        return EncodedResult(dump_value(await grid_result(rt, pane, _state_part(pane))))
     lines = params.get("lines", READ_DEFAULT_LINES)
     kept = await _kept_read(rt, pane, lines)
     return EncodedResult(

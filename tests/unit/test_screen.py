@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import pytest
 
+from pebrel.envelope import dump_value
 from pebrel.workers.screen import PaneScreen, ReadResult
 
 pytestmark = pytest.mark.timeout(60)
@@ -155,13 +156,30 @@ def test_read_is_side_effect_free() -> None:
     assert list(internal.history) == history
 
 
+def encoded_size(lines: list[str]) -> int:
+    """What lines take in a read answer: the `lines` array plus the `text` string."""
+    return len(dump_value(lines)) + len(dump_value("\n".join(lines)))
+
+
 def test_max_bytes_drops_oldest_lines() -> None:
+    """R4.4: the lines count twice against max_bytes, encoded as the answer carries them."""
     screen = PaneScreen(80, 24)
     screen.feed(numbered(1, 100))
-    # "97\n98\n99\n100" is 12 bytes.
-    assert screen.read(50, max_bytes=12) == ReadResult(["97", "98", "99", "100"], 77, True)
-    assert screen.read(50, max_bytes=11) == ReadResult(["98", "99", "100"], 77, True)
-    assert screen.read(4, max_bytes=12).lines == ["97", "98", "99", "100"]
+    size = encoded_size(["97", "98", "99", "100"])
+    assert screen.read(50, max_bytes=size) == ReadResult(["97", "98", "99", "100"], 77, True)
+    assert screen.read(50, max_bytes=size - 1) == ReadResult(["98", "99", "100"], 77, True)
+    assert screen.read(4, max_bytes=size).lines == ["97", "98", "99", "100"]
+
+
+@pytest.mark.parametrize("line", ['say "hi" \\ bye', "é中👍 ok", "zwj\u200dx", "plain"])
+def test_max_bytes_counts_json_escapes(line: str) -> None:
+    """R4.4: quotes, backslashes and non-ASCII characters count as encoded."""
+    screen = PaneScreen(200, 5)
+    screen.feed(b"\r\n".join([line.encode()] * 3) + b"\r\n")
+    lines = [line] * 3
+    assert screen.read(3).lines == lines
+    assert screen.read(3, max_bytes=encoded_size(lines)).lines == lines
+    assert screen.read(3, max_bytes=encoded_size(lines) - 1).lines == lines[1:]
 
 
 def test_title_from_osc() -> None:
