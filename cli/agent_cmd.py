@@ -24,6 +24,7 @@ from pebrel.cli.options import (
     cwd_option,
     generation_option,
     lines_option,
+    list_window_option,
     no_submit_option,
     pane_option,
     paste_source_options,
@@ -55,7 +56,7 @@ def agent() -> None:
 
 
 @agent.command("list")
-@window_option
+@list_window_option
 @pretty_option
 def list_agents(window_id: int | None, pretty: bool) -> None:
     """Panes where a known AI CLI runs, with identity, state and evidence source."""

@@ -15,6 +15,7 @@ from pebrel.cli.options import (
     check_submit_wait,
     generation_option,
     lines_option,
+    list_window_option,
     no_submit_option,
     pretty_option,
     ready_timeout_option,
@@ -30,7 +31,7 @@ agent_option = click.option("--agent", required=True, help="Agent name or agent_
 
 
 @click.command("agents")
-@window_option
+@list_window_option
 @pretty_option
 def agents(window_id: int | None, pretty: bool) -> None:
     """agents.list: only panes where a known AI CLI runs."""

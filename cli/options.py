@@ -8,6 +8,7 @@ ctl). Limits and defaults come from `pebrel.model`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -63,6 +64,14 @@ window_option = click.option(
     show_envvar=True,
     help="Window of the pane (default: the calling pane's window, PEBREL_WINDOW_ID).",
 )
+#: `--window` of the listing verbs (`pane list`, `agent list`, `ctl agents`): they show every
+#: window's panes, inside a pane too; only an explicit --window narrows them (R8.1).
+list_window_option = click.option(
+    "--window",
+    "window_id",
+    type=ID,
+    help="Only this window's panes (default: every window's, even inside a pane).",
+)
 pane_arg = click.argument("pane_id", type=ID)
 tab_index_arg = click.argument("tab_index", type=INDEX)
 window_arg = click.argument("window_id", type=ID)
@@ -80,8 +89,16 @@ def pane_option(
 confirm_option = click.option("--confirm", is_flag=True, help="Close even if something runs in it.")
 
 
+def absolute_cwd(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A `--cwd` made absolute against the CLI's own directory: the runtime runs elsewhere, so
+    a relative path would name another directory there (or be refused). An empty value is
+    passed on as given, for the runtime to refuse."""
+    return os.path.abspath(value) if value else value
+
+
 def cwd_option(help: str | None = None) -> Callable[[CommandFunc], CommandFunc]:
-    return click.option("--cwd", help=help)
+    """``--cwd DIR`` of a new window, tab, pane or agent, made absolute by the CLI."""
+    return click.option("--cwd", callback=absolute_cwd, help=help)
 
 
 def shell_option(help: str | None = None) -> Callable[[CommandFunc], CommandFunc]:

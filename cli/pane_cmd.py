@@ -27,6 +27,7 @@ from pebrel.cli.options import (
     exec_argv,
     exit_code_option,
     lines_option,
+    list_window_option,
     max_output_option,
     modifier_options,
     no_submit_option,
@@ -70,10 +71,10 @@ def pane() -> None:
 
 
 @pane.command("list")
-@window_option
+@list_window_option
 @pretty_option
 def list_panes(window_id: int | None, pretty: bool) -> None:
-    """All panes as flat rows (from runtime.snapshot)."""
+    """Every window's panes as flat rows (from runtime.snapshot), even inside a pane."""
     import sys
 
     try:
