@@ -68,7 +68,7 @@ def agent_read(*, agent: str, generation: int | None, lines: int | None = None) 
 def agent_wait(
     *,
     agent: str,
-    generation: int,
+    generation: int | None,
     state: str,
     after_seq: int | None = None,
     timeout_ms: int | None = None,
