@@ -245,18 +245,27 @@ def test_reverted_submit_edge_is_no_turn(tmp_path: Path) -> None:
 
 
 def test_screen_rule_never_overrides_fresher_hook_evidence(tmp_path: Path) -> None:
-    """R9.1: evidence merges by priority: the input-prompt screen rule, still on screen while
-    a hooked agent works, never ends the turn the agent's own hook said is running."""
-    env = fake_agents_env(tmp_path, FAKE_AGENT_WORK_MS="2500")
+    """R9.1: evidence merges by priority: the input-prompt screen rule, back on screen while a
+    hooked agent has not said its turn is over, never ends the turn its own hook said is
+    running (the fake erases its working line 1.5 s into the turn and reports `stop` 1 s
+    later)."""
+    env = fake_agents_env(tmp_path, FAKE_AGENT_WORK_MS="1500", FAKE_AGENT_STOP_DELAY_MS="1500")
     with started_runtime(env) as rt:
-        start_hooked(rt, "busy", "claude")
+        started = start_hooked(rt, "busy", "claude")
         sent = rt.ok("agent.prompt", {"agent": "busy", "text": "work"})
-        wait_for(lambda: get(rt, "busy")["state_source"] == "hook", 10, "the prompt hook")
+        wait_for(
+            lambda: "answer: krow" in rt.read_text(started["pane_id"], started["window_id"]),
+            10,
+            "the working line erased and the answer printed",
+        )
         assert_never(
-            lambda: get(rt, "busy")["state"] != "running", 1.5, "running until the stop hook"
+            lambda: get(rt, "busy")["state"] != "running",
+            1.0,
+            "its stop hook comes 1.5 s after the answer; the screen rule edge within 0.1 s",
         )
         done = rt.ok(
             "agent.wait",
             {"agent": "busy", "state": "settled", "after_seq": sent["state_change_seq"]},
         )
         assert (done["state"], done["last_message"]) == ("completed", "final: work")
+        assert done["state_change_seq"] == sent["state_change_seq"] + 1  # no idle in between

@@ -50,6 +50,7 @@ class Fake:
         self.work_s = int(os.environ.get("FAKE_AGENT_WORK_MS", "300")) / 1000
         self.start_s = int(os.environ.get("FAKE_AGENT_START_MS", "0")) / 1000
         self.prompt_delay_s = int(os.environ.get("FAKE_AGENT_PROMPT_DELAY_MS", "0")) / 1000
+        self.stop_delay_s = int(os.environ.get("FAKE_AGENT_STOP_DELAY_MS", "0")) / 1000
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.pending = ""
 
@@ -119,6 +120,7 @@ class Fake:
         time.sleep(self.work_s)  # a fake AI CLI simulating work (FAKE_AGENT_WORK_MS)
         self.out("\r\x1b[2K")
         self.out(f"answer: {text[::-1]}\n")
+        time.sleep(self.stop_delay_s)  # the turn's end reported late (FAKE_AGENT_STOP_DELAY_MS)
         self.report("stop", f"final: {text}")
 
     def run(self) -> int:
