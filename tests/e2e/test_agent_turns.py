@@ -73,6 +73,17 @@ def test_delegation_to_a_busy_target_is_refused(tmp_path: Path) -> None:
         assert "final: the delegated task" in message and "its own task" not in message
 
 
+def test_delegation_origin_pane_id_alone_is_resolved_or_ambiguous(tmp_path: Path) -> None:
+    """R9.6 / R2.8: origin_window_id is optional; an origin_pane_id that exists in two windows
+    is ambiguous_target, and nothing is typed."""
+    with started_runtime(fake_agents_env(tmp_path)) as rt:
+        start_hooked(rt, "worker", "codex")
+        rt.ok("window.create", {})
+        error = delegate(rt, {"pane_id": 1}, "worker", "which origin?")
+        assert error["ok"] is False and error["error"]["code"] == "ambiguous_target", error
+        assert get(rt, "worker")["delegations"] == []
+
+
 def test_delegation_is_cancelled_when_the_target_exits(tmp_path: Path) -> None:
     """R9.6: a pending delegation whose target exits is dropped with a reason (not pending)."""
     env = fake_agents_env(tmp_path, FAKE_AGENT_WORK_MS="20000")
