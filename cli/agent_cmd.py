@@ -202,20 +202,23 @@ def get(agent: str, generation: int | None, pretty: bool) -> None:
 
 @agent.command("wait")
 @agent_arg
-@generation_option(required=True)
+@generation_option(
+    help="This generation (default: the one current at --after-seq, else the current one; "
+    "agent_replaced if it is no longer current)."
+)
 @wait_state_option
 @after_seq_option(AFTER_SEQ_HELP)
 @wait_timeout_option
 @pretty_option
 def wait(
     agent: str,
-    generation: int,
+    generation: int | None,
     state: str,
     after_seq: int | None,
     timeout_ms: int,
     pretty: bool,
 ) -> None:
-    """Wait until this generation of AGENT reaches a state."""
+    """Wait until this generation of AGENT reaches a state (after --after-seq)."""
     req = agent_params.agent_wait(
         agent=agent, generation=generation, state=state, after_seq=after_seq, timeout_ms=timeout_ms
     )

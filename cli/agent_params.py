@@ -71,7 +71,7 @@ def agent_read(
 def agent_wait(
     *,
     agent: str,
-    generation: int,
+    generation: int | None,
     state: str,
     after_seq: int | None = None,
     timeout_ms: int | None = None,

@@ -204,7 +204,7 @@ class AgentReadParams(AgentTarget):
 
 class AgentWaitParams(TypedDict):
     agent: str
-    generation: int
+    generation: NotRequired[int]
     state: WaitTarget
     timeout_ms: NotRequired[int]
     after_seq: NotRequired[int]
@@ -222,7 +222,7 @@ class AgentHookParams(TypedDict):
 class AgentDelegateParams(AgentTarget):
     text: str
     origin_pane_id: int
-    origin_window_id: int
+    origin_window_id: NotRequired[int]
 
 
 class AgentForkParams(TypedDict):

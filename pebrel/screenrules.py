@@ -8,7 +8,10 @@ settings come before the shipped ones (pebrel/agent_rules.json), and a settings 
 equals a shipped rule's id replaces it.
 
 Screen rules are the weakest agent evidence above process identity: the router uses them only
-when hooks and program status are silent or missed an edge.
+when hooks and program status are silent or missed an edge (R9.1). A rule whose state is `idle`
+describes the agent's input prompt: its match is evidence the agent is ready for input (R9.3).
+`verified: false` marks a rule not yet checked against the real CLI's screen (documentation
+only; it is used like any other).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pebrel.agentkinds import KINDS
 
 RULE_STATES = ("attention", "waiting_input", "running", "idle", "completed")
 SHIPPED_RULES_FILE = "agent_rules.json"
-_KEYS = frozenset({"id", "kind", "state", "literal", "regex"})
+_KEYS = frozenset({"id", "kind", "state", "literal", "regex", "verified"})
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -36,6 +39,7 @@ class Rule:
     literal: str | None = None
     regex: str | None = None
     pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    verified: bool = True  # False: not yet checked against the real CLI's screen
 
     def applies_to(self, kind: str) -> bool:
         return self.kind in ("*", kind)
@@ -72,13 +76,16 @@ def parse_rule(entry: Any, where: str) -> Rule:
     if not isinstance(text, str) or not text:
         field_name = "literal" if literal is not None else "regex"
         raise ValueError(f"{where}.{field_name} must be a non-empty string")
+    verified = entry.get("verified", True)
+    if not isinstance(verified, bool):
+        raise ValueError(f"{where}.verified must be true or false")
     pattern: re.Pattern[str] | None = None
     if regex is not None:
         try:
             pattern = re.compile(regex, re.MULTILINE)
         except re.error as exc:
             raise ValueError(f"{where}.regex does not compile: {exc}") from exc
-    return Rule(rule_id, kind, state, literal, regex, pattern)
+    return Rule(rule_id, kind, state, literal, regex, pattern, verified)
 
 
 def parse_rules(entries: Any, where: str) -> list[Rule]:

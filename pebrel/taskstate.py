@@ -50,6 +50,8 @@ class ShellTracker:
         self.pending: PendingEdge | None = None
         #: Exit code (None: unknown) of each finished command, by its 1-based start number.
         self.results: dict[int, int | None] = {}
+        #: Seqs of transitions that only reverted an unconfirmed submit edge: no turn ended there.
+        self.reverted: deque[int] = deque(maxlen=HISTORY_LEN)
 
     # -- transitions -------------------------------------------------------------------------
     def _project(self) -> bool:
@@ -103,10 +105,14 @@ class ShellTracker:
             if self.agent_state != "running":
                 return False
             self.agent_state = previous
-            return self._project()
-        if self.command_running or not self.shell_in_foreground:
+            moved = self._project()
+        elif self.command_running or not self.shell_in_foreground:
             return False
-        return self._set(previous)
+        else:
+            moved = self._set(previous)
+        if moved:
+            self.reverted.append(self.seq)
+        return moved
 
     def mark(self, mark: str, exit_code: int | None) -> bool:
         if mark in ("A", "B"):
@@ -172,6 +178,25 @@ class ShellTracker:
     def busy(self) -> bool:
         """Something runs in the pane: a command, or any program holding the foreground."""
         return self.command_active or not self.shell_in_foreground
+
+    def turn_observation(
+        self, target: str, after_seq: int
+    ) -> tuple[tuple[int, TaskState] | None, bool]:
+        """Like :meth:`observation` after ``after_seq``, but a revert of an unconfirmed submit
+        edge is never a matching observation (no turn ended there). Also says whether such a
+        revert was passed over (the submission is unconfirmed so far)."""
+        unconfirmed = False
+        for seq, state in self.history:
+            if seq <= after_seq:
+                continue
+            if seq in self.reverted:
+                unconfirmed = True
+                continue
+            if matches(target, state):
+                return (seq, state), unconfirmed
+            if state == "running":
+                unconfirmed = False  # the turn's own evidence came after the revert
+        return None, unconfirmed
 
     def observation(self, target: str, after_seq: int | None) -> tuple[int, TaskState] | None:
         """First observation matching `target` with seq > after_seq (or the current one)."""

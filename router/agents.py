@@ -49,6 +49,9 @@ def new_agent_id() -> str:
 
 @dataclass(slots=True)
 class AgentSession:
+    """One generation of an agent in its pane. Each kind of evidence is kept apart and merged
+    into ``state``/``source``/``rule`` by :func:`merge` (R9.1)."""
+
     agent_id: str
     kind: str
     generation: int
@@ -57,10 +60,20 @@ class AgentSession:
     source: EvidenceSource = "process"
     rule: str | None = None
     session_id: str | None = None
-    strong_at: float = float("-inf")  # when hook/program evidence last arrived
+    #: The agent's own last word (hook or program status; the newer of the two) and when.
+    strong_state: TaskState | None = None
+    strong_source: EvidenceSource | None = None
+    strong_at: float = float("-inf")
+    #: The screen rule that matches now (None: none), its state, and since when.
+    screen_rule: str | None = None
+    screen_state: TaskState | None = None
+    screen_at: float = float("-inf")
     ended: bool = False  # an `end` hook: the session is over though the process may linger
     #: A screen rule the agent was answered on: still on screen, but no longer news.
     acknowledged_rule: str | None = None
+    #: Evidence that the session can take input: its start hook, any later word of its own
+    #: (hook or program status), or a screen rule for its input prompt (R9.3).
+    ready: bool = False
 
 
 @dataclass(slots=True)
@@ -79,6 +92,9 @@ class NamedAgent:
     #: The pane's state_change_seq when this agent's last session ended: later observations
     #: of the pane belong to the shell (or to another session), not to this agent.
     ended_seq: int | None = None
+    #: The pane's state_change_seq when each of this agent's generations began: a generation's
+    #: own transitions are the ones after it (R9.4).
+    started_seq: dict[int, int] = field(default_factory=dict)
     #: Delegations this agent took part in, newest last (bounded; see router.delegation).
     delegations: list[dict[str, Any]] = field(default_factory=list)
     #: agent.fork provenance (repo_root, source_root, path, branch, base_commit, created).
@@ -136,9 +152,10 @@ class AgentRegistry:
 
     # -- sessions -------------------------------------------------------------------------------
     def session_appeared(
-        self, agents: PaneAgents, window_id: int, pane_id: int, kind: str, program: str
+        self, agents: PaneAgents, window_id: int, pane_id: int, kind: str, program: str, seq: int
     ) -> AgentSession:
-        """A recognised AI CLI took the pane's foreground: a new generation begins."""
+        """A recognised AI CLI took the pane's foreground at state_change_seq ``seq``: a new
+        generation begins."""
         agents.generation += 1
         bound = agents.bound
         if bound is None or bound.kind != kind or bound.status == "replaced":
@@ -149,7 +166,9 @@ class AgentRegistry:
             bound = self.register(None, kind, window_id, pane_id, managed=False)
             agents.bound = bound
         bound.generation = agents.generation
+        bound.started_seq[agents.generation] = seq
         bound.status = "active"
+        bound.last_state = "idle"
         bound.session_id = None
         bound.ended_seq = None
         bound.last_message = None  # a final message belongs to the generation that wrote it
@@ -157,8 +176,9 @@ class AgentRegistry:
         agents.session = session
         return session
 
-    def new_session_id(self, agents: PaneAgents, session_id: str) -> None:
-        """The same process started a new provider session (e.g. /clear): a new generation."""
+    def new_session_id(self, agents: PaneAgents, session_id: str, seq: int) -> None:
+        """The same process started a new provider session (e.g. /clear) at state_change_seq
+        ``seq``: a new generation."""
         session = agents.session
         if session is None or agents.bound is None:
             return
@@ -166,19 +186,43 @@ class AgentRegistry:
         session.generation = agents.generation
         session.session_id = session_id
         agents.bound.generation = agents.generation
+        agents.bound.started_seq[agents.generation] = seq
         agents.bound.session_id = session_id
         agents.bound.last_message = None
 
     def session_ended(self, agents: PaneAgents, seq: int) -> None:
-        if agents.bound is not None and agents.bound.status == "active":
-            agents.bound.status = "exited"
-            agents.bound.ended_seq = seq
+        bound = agents.bound
+        if bound is not None and bound.status == "active":
+            bound.status = "exited"
+            bound.ended_seq = seq
+            if bound.last_state == "running":
+                # A turn still running when the session ended never completed; nothing runs.
+                bound.last_state = "idle"
         agents.session = None
 
     def pane_closed(self, agents: PaneAgents, seq: int) -> None:
         self.session_ended(agents, seq)
         if agents.bound is not None and agents.bound.status == "starting":
             agents.bound.status = "exited"
+
+
+def merge(session: AgentSession) -> None:
+    """The session's state from its evidence, by priority (R9.1): the agent's own words (hook
+    or program status, the newer of the two) over a screen rule over the process alone. A
+    screen rule counts over the agent's own word only when it is newer (beyond
+    STRONG_EVIDENCE_WINDOW_S: edges that close together are the same moment), and its input
+    prompt never ends a turn the agent itself said is running: the agent says when it ends."""
+    screen = session.screen_state if session.screen_rule != session.acknowledged_rule else None
+    strong = session.strong_state
+    if strong is not None and session.strong_source is not None:
+        screen_is_newer = session.screen_at > session.strong_at + STRONG_EVIDENCE_WINDOW_S
+        if screen is None or not screen_is_newer or (screen == "idle" and strong == "running"):
+            session.state, session.source, session.rule = strong, session.strong_source, None
+            return
+    if screen is not None:
+        session.state, session.source, session.rule = screen, "screen", session.screen_rule
+        return
+    session.state, session.source, session.rule = "idle", "process", None
 
 
 def apply_strong(
@@ -200,40 +244,37 @@ def apply_strong(
         session.session_id = session_id
         if agents.bound is not None:
             agents.bound.session_id = session_id
-    session.strong_at = now
-    session.source = source
-    session.rule = None
     if message is not None and agents.bound is not None:
         agents.bound.last_message = message
     if state is None:
         session.ended = True
         return True
     session.ended = False
-    session.state = state
+    session.ready = True
+    session.strong_state, session.strong_source, session.strong_at = state, source, now
+    merge(session)
     return True
 
 
 def apply_screen(agents: PaneAgents, rule_id: str | None, state: str | None, now: float) -> bool:
-    """A screen rule edge: used only when hooks and program status are silent or stale."""
+    """A screen rule edge (``rule_id`` None: no rule matches any more). Returns True when the
+    session's state, source or readiness changed."""
     session = agents.session
     if session is None or session.ended:
         return False
-    if rule_id is not None and rule_id == session.acknowledged_rule:
-        return False  # the question that input already answered, still visible
-    session.acknowledged_rule = None
-    if rule_id is None or state is None:
-        if session.source == "screen":
-            # The rule stopped matching; process identity alone never claims completion.
-            session.source, session.rule, session.state = "process", None, "idle"
-            return True
-        return False
-    if now - session.strong_at < STRONG_EVIDENCE_WINDOW_S:
-        return False
-    parsed = task_state(state)
-    if parsed is None:
-        return False
-    session.source, session.rule, session.state = "screen", rule_id, parsed
-    return True
+    before = (session.state, session.source, session.rule, session.ready)
+    parsed = task_state(state) if state is not None else None
+    if rule_id is None or parsed is None:
+        session.screen_rule = session.screen_state = None
+    else:
+        session.screen_rule, session.screen_state = rule_id, parsed
+        if parsed == "idle":
+            session.ready = True  # a rule for the agent's input prompt (R9.3)
+    session.screen_at = now
+    if session.acknowledged_rule is not None and session.screen_rule != session.acknowledged_rule:
+        session.acknowledged_rule = None  # the answered rule stopped matching
+    merge(session)
+    return before != (session.state, session.source, session.rule, session.ready)
 
 
 def acknowledge_screen(agents: PaneAgents) -> bool:
@@ -243,7 +284,7 @@ def acknowledge_screen(agents: PaneAgents) -> bool:
     if session is None or session.source != "screen" or session.rule is None:
         return False
     session.acknowledged_rule = session.rule
-    session.state, session.source, session.rule = "idle", "process", None
+    merge(session)
     return True
 
 
@@ -253,6 +294,15 @@ def session_state(agents: PaneAgents) -> TaskState | None:
     if session is None or session.ended:
         return None
     return session.state
+
+
+def generation_at(agent: NamedAgent, seq: int) -> int:
+    """The generation of ``agent`` that was current at state_change_seq ``seq`` (its first
+    generation when ``seq`` comes before any of them)."""
+    begun = [gen for gen, start in agent.started_seq.items() if start <= seq]
+    if begun:
+        return max(begun)
+    return min(agent.started_seq, default=max(agent.generation, 1))
 
 
 def check_generation(agent: NamedAgent, agents: PaneAgents | None, generation: int | None) -> None:

@@ -30,13 +30,18 @@ HISTORY_PER_AGENT = 20
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 
 
+def cut_marker(cut: int) -> str:
+    return f"\n[... {cut} more characters cut by Pebrel]"
+
+
 def clean_result(message: str | None) -> str:
-    """C0/C1 controls and ESC stripped (newline and tab kept), cut to 4000 characters."""
+    """C0/C1 controls and ESC stripped (newline and tab kept), cut so that the text with the
+    cut marker is at most 4000 characters."""
     text = _CONTROL.sub("", (message or "").replace("\r\n", "\n").replace("\r", "\n"))
-    if len(text) > MAX_RESULT_CHARS:
-        cut = len(text) - MAX_RESULT_CHARS
-        text = text[:MAX_RESULT_CHARS] + f"\n[... {cut} more characters cut by Pebrel]"
-    return text
+    if len(text) <= MAX_RESULT_CHARS:
+        return text
+    keep = MAX_RESULT_CHARS - len(cut_marker(len(text)))
+    return text[:keep] + cut_marker(len(text) - keep)
 
 
 def one_line(text: str) -> str:
@@ -71,6 +76,9 @@ class Delegation:
     origin: Origin
     status: str = "pending"  # pending -> delivering -> delivered | dropped
     reason: str | None = None
+    #: The target pane's state_change_seq when the delegation was registered: only a
+    #: completion after the delegated turn's own running edge (a later `running`) counts.
+    registered_seq: int = 0
     created_at: float = field(default_factory=time.time)
 
     def summary(self, role: str) -> dict[str, Any]:
@@ -130,9 +138,33 @@ class Delegations:
                 {"agent_id": target.agent_id, "generation": generation},
             )
 
-    def register(self, target: NamedAgent, generation: int, origin: Origin) -> Delegation:
+    def check_ready(self, target: NamedAgent, pane: Pane) -> None:
+        """Refuse a target that is not ready for a new task (R9.6): mid-turn (`running`),
+        asking (`attention`, `waiting_input`), or not yet shown to take input. Its current
+        turn's answer would otherwise be taken for the delegated one."""
+        session = pane.agents.session
+        ready = session is not None and session.ready
+        state = pane.tracker.state
+        if not ready or state in ("running", "attention", "waiting_input"):
+            raise PebrelError(
+                ErrorCode.INVALID_STATE,
+                f"agent {target.name or target.agent_id} is not ready for a new task "
+                f"(state {state}); delegate when it has settled",
+                {
+                    "agent_id": target.agent_id,
+                    "generation": target.generation,
+                    "state": state,
+                    "ready": ready,
+                    "submitted": False,
+                },
+            )
+
+    def register(
+        self, target: NamedAgent, generation: int, origin: Origin, seq: int = 0
+    ) -> Delegation:
         self.check_free(target, generation)
         delegation = Delegation("dlg_" + secrets.token_hex(6), target, generation, origin)
+        delegation.registered_seq = seq
         self.pending[(target.agent_id, generation)] = delegation
         self.record(delegation)
         return delegation
@@ -161,14 +193,41 @@ class Delegations:
         bound, session = pane.agents.bound, pane.agents.session
         if bound is None or session is None:
             return None
-        delegation = self.pending.pop((bound.agent_id, session.generation), None)
-        if delegation is None:
-            return None
+        key = (bound.agent_id, session.generation)
+        delegation = self.pending.get(key)
+        if delegation is None or not any(
+            seq > delegation.registered_seq and state == "running"
+            for seq, state in pane.tracker.history
+        ):
+            return None  # not the delegated turn's end: that turn has not started yet
+        del self.pending[key]
         delegation.status = "delivering"
         self.record(delegation)
         return delegation, wrap_result(
             bound, delegation.generation, clean_result(bound.last_message)
         )
+
+    def sweep(self) -> None:
+        """Cancel, with a reason, pending delegations whose target generation is gone: its
+        agent exited, or another generation or agent took its pane (never `pending` forever)."""
+        for delegation in list(self.pending.values()):
+            reason = self.target_gone(delegation)
+            if reason is not None:
+                self.cancel(delegation, reason)
+
+    def target_gone(self, delegation: Delegation) -> str | None:
+        target = delegation.target
+        pane = self.state.panes.get((target.window_id, target.pane_id))
+        if pane is None or pane.exited:
+            return "the target's pane closed before its turn ended"
+        session = pane.agents.session
+        if pane.agents.bound is not target or target.status == "replaced":
+            return "another agent replaced the target in its pane"
+        if target.generation != delegation.generation:
+            return f"the target was replaced by its generation {target.generation}"
+        if target.status != "active" or session is None or session.ended:
+            return "the target agent exited before its turn ended"
+        return None
 
     def delivered(self, delegation: Delegation) -> None:
         delegation.status = "delivered"

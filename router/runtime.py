@@ -70,6 +70,8 @@ class Runtime:
 
     # -- change notification -----------------------------------------------------------------
     def commit(self) -> None:
+        if self.delegations.pending:
+            self.delegations.sweep()  # a target that exited or was replaced: cancelled
         if self.state.commit():
             self.on_answers_stale(None)
             self.on_revision()
@@ -120,7 +122,9 @@ class Runtime:
         if kind is not None and (pa.session is None or pa.session.kind != kind):
             if pa.session is not None:
                 registry.session_ended(pa, pane.tracker.seq)
-            registry.session_appeared(pa, pane.window_id, pane.pane_id, kind, program)
+            registry.session_appeared(
+                pa, pane.window_id, pane.pane_id, kind, program, pane.tracker.seq
+            )
             now = time.monotonic()
             pending, pa.pending = pa.pending, []
             for ev in pending:
@@ -151,7 +155,7 @@ class Runtime:
         if kind is not None and kind != session.kind:
             return False
         if session_id and session.session_id and session_id != session.session_id:
-            self.state.registry.new_session_id(pa, session_id)
+            self.state.registry.new_session_id(pa, session_id, pane.tracker.seq)
         applied = agents.apply_strong(pa, state, source, session_id, message, now)
         self.sync_agent_state(pane)
         if applied and state == "completed":
@@ -160,9 +164,10 @@ class Runtime:
         return applied
 
     def sync_agent_state(self, pane: Pane) -> None:
-        pane.tracker.set_agent(agents.session_state(pane.agents))
+        own = agents.session_state(pane.agents)
+        pane.tracker.set_agent(own)
         bound = pane.agents.bound
-        if bound is not None and pane.agents.session is not None:
+        if bound is not None and own is not None:
             bound.last_state = pane.tracker.state
 
     def mark_exited(self, pane: Pane, exit_code: int | None, reason: str) -> None:

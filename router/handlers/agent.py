@@ -70,6 +70,7 @@ def record(rt: Runtime, agent: NamedAgent) -> Result:
         "state_change_seq": pane.tracker.seq if pane is not None else 1,
         "state_source": session.source if session is not None else "process",
         "state_rule": session.rule if session is not None else None,
+        "ready": live and session is not None and session.ready,
         "session_id": agent.session_id,
         "last_message": agent.last_message,
         "managed": agent.managed,
@@ -209,13 +210,28 @@ async def read(rt: Runtime, params: AgentReadParams) -> Result:
 
 
 async def wait(rt: Runtime, params: AgentWaitParams) -> Result:
-    agent, pane = bound(rt, params["agent"], params["generation"])
-    target = params["state"]
+    """Wait for a transition of one generation (R9.4). Without ``generation`` it is the one
+    that was current at ``after_seq`` (else the current one); it must still be current.
+    Only that generation's own transitions count (after the seq it began at), and the revert
+    of an unconfirmed submit edge is never one: no turn ended there (R9.3)."""
+    agent = rt.state.registry.resolve(params["agent"])
     after_seq: int | None = params.get("after_seq")
+    generation = params.get("generation")
+    if generation is None:
+        generation = (
+            agents.generation_at(agent, after_seq) if after_seq is not None else agent.generation
+        )
+    agent, pane = bound(rt, agent.agent_id, generation)
+    target = params["state"]
     deadline = time.monotonic() + params.get("timeout_ms", WAIT_DEFAULT_TIMEOUT_MS) / 1000
-    generation = params["generation"]
+    began = agent.started_seq.get(generation)
+    since = max(after_seq or 0, began or 0) if after_seq is not None else None
+    unconfirmed = False
     while True:
-        found = pane.tracker.observation(target, after_seq)
+        if since is None:
+            found = pane.tracker.observation(target, None)
+        else:
+            found, unconfirmed = pane.tracker.turn_observation(target, since)
         ended = agent.ended_seq
         if (
             found is not None
@@ -245,6 +261,12 @@ async def wait(rt: Runtime, params: AgentWaitParams) -> Result:
                     "after_seq": after_seq,
                     "observed_state": pane.tracker.state,
                     "observed_state_change_seq": pane.tracker.seq,
+                    # The submission's running edge was never confirmed by the agent (so far).
+                    **(
+                        {"unconfirmed": True}
+                        if unconfirmed or pane.tracker.pending is not None
+                        else {}
+                    ),
                 },
             )
         await rt.next_change(pane, remaining)

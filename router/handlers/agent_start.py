@@ -101,12 +101,21 @@ async def launch_agent(
         bound.status = "replaced"
     pane.agents.bound = agent
     rt.commit()
-    await prompt_pane(rt, pane, line)
+    try:
+        await prompt_pane(rt, pane, line)
+    except BaseException:
+        # The start line was not typed: nothing started, and the name is free again.
+        if agent.status == "starting":
+            agent.status = "exited"
+        rt.commit()
+        raise
     return agent
 
 
 async def wait_ready(rt: Runtime, agent: NamedAgent, pane: Pane, timeout_s: float) -> None:
-    """Ready: the process is recognised in the pane and it is not running (DESIGN "Agents").
+    """Ready: the agent is recognised in the pane and there is evidence it takes input (its
+    start hook, any later word of its own, or a screen rule for its input prompt), not merely
+    its process; and it is not running (DESIGN "Agents", R9.3).
 
     A budget already spent (``timeout_s <= 0``) is agent_ready_timeout even if the agent is
     ready by now: it was not confirmed within the time the caller gave.
@@ -117,6 +126,7 @@ async def wait_ready(rt: Runtime, agent: NamedAgent, pane: Pane, timeout_s: floa
         if (
             timeout_s > 0
             and session is not None
+            and session.ready
             and pane.agents.bound is agent
             and agent.status == "active"
             and pane.tracker.state != "running"
@@ -140,6 +150,7 @@ async def wait_ready(rt: Runtime, agent: NamedAgent, pane: Pane, timeout_s: floa
                     **identity(agent),
                     **pane_ids(pane),
                     "recognised": session is not None,
+                    "ready": session is not None and session.ready,
                     "task_state": pane.tracker.state,
                 },
             )

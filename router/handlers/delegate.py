@@ -27,14 +27,21 @@ RETRY_S = 0.25
 
 
 async def delegate(rt: Runtime, params: AgentDelegateParams) -> Result:
-    """Register, then submit the task; returns once both happened (never waits for the answer)."""
-    origin_pane = rt.state.pane_at(params["origin_window_id"], params["origin_pane_id"])
+    """Register, then submit the task; returns once both happened (never waits for the answer).
+
+    A target that is not ready for a new task (mid-turn, asking, or not shown to take input
+    yet) is refused with `invalid_state`: the end of its current turn would otherwise be taken
+    for the delegated one. The answer is the end of the turn the task started: a completion
+    counts only after that turn's own running edge."""
+    origin_pane = rt.state.pane(params.get("origin_window_id"), params["origin_pane_id"])
     origin = rt.delegations.origin_of(origin_pane)
     target, target_pane = bound(rt, params["agent"], params.get("generation"))
     generation = target.generation
     text = params["text"]
+    rt.delegations.check_free(target, generation)
+    rt.delegations.check_ready(target, target_pane)
     # Registered before the task is typed: a fast target's stop hook must find it.
-    delegation = rt.delegations.register(target, generation, origin)
+    delegation = rt.delegations.register(target, generation, origin, target_pane.tracker.seq)
     send = paste_agent if "\n" in text else prompt_agent
     try:
         sent = await send(rt, target, target_pane, text)

@@ -165,8 +165,12 @@ def test_attention_is_never_typed_over(tmp_path: Path) -> None:
 
 
 def test_clean_result_cuts_and_strips() -> None:
-    """R9.6: controls and ESC are stripped (newline and tab kept); 4000 characters at most."""
+    """R9.6: controls and ESC are stripped (newline and tab kept); 4000 characters at most,
+    the cut marker included."""
     assert clean_result("a\x1b[31mb\x07c\td\ne\r\nf") == "a[31mbc\td\ne\nf"
     long = clean_result("x" * 5000)
-    assert long.startswith("x" * MAX_RESULT_CHARS) and "1000 more characters cut" in long
+    assert len(long) <= MAX_RESULT_CHARS, len(long)  # the cut marker included
+    kept = long.count("x")
+    assert long == "x" * kept + f"\n[... {5000 - kept} more characters cut by Pebrel]"
+    assert len(clean_result("y" * MAX_RESULT_CHARS)) == MAX_RESULT_CHARS
     assert clean_result(None) == ""

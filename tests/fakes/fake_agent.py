@@ -23,6 +23,17 @@ PROGRAM_STATE = {
     "stop": "completed",
     "attention": "attention",
 }
+#: The hint each fake draws above its "> " prompt: the shape the shipped input-prompt screen
+#: rules (pebrel/agent_rules.json, `<kind>.input`) look for, so that they can tell it is ready.
+INPUT_HINTS = {
+    "claude": "? for shortcuts",
+    "codex": "⏎ send   ⌃J newline   ⌃C quit",
+    "opencode": "enter send   ctrl+p commands",
+    "cursor": "/ commands · @ files · ! shell",
+    "pi": "/ for commands",
+    "omp": "/ for commands",
+    "kimi": "ctrl-x: switch mode",
+}
 OSC26_STATUS = {
     "start": "idle",
     "prompt": "running",
@@ -37,6 +48,9 @@ class Fake:
         self.mode = os.environ.get("FAKE_AGENT_MODE", "hooks")
         self.session = os.environ.get("FAKE_AGENT_SESSION") or f"fake-{secrets.token_hex(6)}"
         self.work_s = int(os.environ.get("FAKE_AGENT_WORK_MS", "300")) / 1000
+        self.start_s = int(os.environ.get("FAKE_AGENT_START_MS", "0")) / 1000
+        self.prompt_delay_s = int(os.environ.get("FAKE_AGENT_PROMPT_DELAY_MS", "0")) / 1000
+        self.stop_delay_s = int(os.environ.get("FAKE_AGENT_STOP_DELAY_MS", "0")) / 1000
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.pending = ""
 
@@ -100,18 +114,27 @@ class Fake:
                 self.out(char)
 
     def work(self, text: str) -> None:
+        time.sleep(self.prompt_delay_s)  # a slow reaction to the submitted line (test stand-in)
         self.report("prompt")
         self.out("* Thinking... (esc to interrupt)")
         time.sleep(self.work_s)  # a fake AI CLI simulating work (FAKE_AGENT_WORK_MS)
         self.out("\r\x1b[2K")
         self.out(f"answer: {text[::-1]}\n")
+        time.sleep(self.stop_delay_s)  # the turn's end reported late (FAKE_AGENT_STOP_DELAY_MS)
         self.report("stop", f"final: {text}")
 
     def run(self) -> int:
+        if self.start_s:
+            time.sleep(self.start_s)  # a slow start (FAKE_AGENT_START_MS)
+            if os.isatty(0):
+                import termios
+
+                # Like some real TUIs: input typed before the prompt is drawn is dropped.
+                termios.tcflush(0, termios.TCIFLUSH)
         self.out(f"Fake {self.kind} (a Pebrel test stand-in), session {self.session}\n\n")
         self.report("start")
         while True:
-            self.out("> ")
+            self.out(f"{INPUT_HINTS[self.kind]}\n> ")
             line = self.read_line()
             if line is None or line.strip() == "/exit":
                 self.report("end")

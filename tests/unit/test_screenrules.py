@@ -80,7 +80,20 @@ def test_shipped_rules_are_valid_and_distinct() -> None:
     rules = shipped_rules()
     assert len({r.id for r in rules}) == len(rules)
     assert all(r.kind in (*KINDS, "*") and r.state in RULE_STATES for r in rules)
-    assert {r.state for r in rules} <= {"attention", "running"}
+    assert {r.state for r in rules} <= {"attention", "running", "idle"}
+
+
+def test_every_kind_has_an_input_prompt_rule() -> None:
+    """R9.3: readiness from the screen needs a rule for each kind's input prompt; the shipped
+    ones are marked as not checked against the real CLI, and come after the other rules of
+    their kind (a working or asking screen still shows the input hint)."""
+    rules = shipped_rules()
+    inputs = {r.kind: r for r in rules if r.state == "idle"}
+    assert set(inputs) == set(KINDS)
+    assert all(r.verified is False for r in inputs.values())
+    for kind, rule in inputs.items():
+        own = [r for r in rules if r.applies_to(kind)]
+        assert own[-1] is rule, kind
 
 
 class BadCase(NamedTuple):
@@ -112,6 +125,11 @@ BAD = [
         "unknown-field",
         {"id": "a", "kind": "*", "state": "idle", "literal": "x", "when": 1},
         "unknown field(s): when",
+    ),
+    BadCase(
+        "verified-not-bool",
+        {"id": "a", "kind": "*", "state": "idle", "literal": "x", "verified": "no"},
+        "(a).verified must be true or false",
     ),
 ]
 
