@@ -75,7 +75,7 @@ def test_every_prompt_response_carries_its_running_edge(runtime: Runtime) -> Non
 
     The baseline must be the edge (4, 6, 8, ...), never a later seq: a command that finished
     before the response was built would otherwise be invisible to `wait(after_seq=...)`. The
-    response's snapshot is taken after the write, so it shows the edge or something later.
+    response's snapshot is the edge's: `running` at that seq (#14).
     """
     at_prompt(runtime)  # running@2, completed@3
     expected = [4 + 2 * number for number in range(10)]
@@ -84,7 +84,7 @@ def test_every_prompt_response_carries_its_running_edge(runtime: Runtime) -> Non
         sent = prompt(runtime, "true")
         returned.append(sent["state_change_seq"])
         (pane,) = [p for w in sent["snapshot"]["windows"] for t in w["tabs"] for p in t["panes"]]
-        assert pane["state_change_seq"] >= edge
+        assert (pane["task_state"], pane["state_change_seq"]) == ("running", edge)
         assert wait_settled(runtime, edge)["state_change_seq"] == edge + 1
     assert returned == expected
 
