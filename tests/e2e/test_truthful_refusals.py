@@ -3,6 +3,7 @@
 - R5.3, R9.4: a wait baseline ahead of the pane's seq is `invalid_params` at once, with the
   current seq, instead of a wait that runs out its timeout.
 - R3.3: a tab name with a control character is `invalid_params`, and the name stays.
+- R8.1: the CLI's own deadline passing is `client_timeout`, exit 4 (not "no runtime", 3).
 Agents are the stand-in CLIs of tests/fakes.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent_fixtures import fake_agents_env
-from tests.conftest import Runtime, at_prompt, started_runtime
+from tests.conftest import Runtime, at_prompt, base_env, inject_env, started_runtime
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -106,3 +107,21 @@ def test_cli_tab_rename_refuses_control_characters(runtime: Runtime) -> None:
     named = runtime.cli("tab", "rename", "0", "测试 ✓ tab", check=True).json["result"]
     assert named["custom_name"] == "测试 ✓ tab"
 
+
+# -- R8.1: the CLI's own deadline ------------------------------------------------------------
+
+
+def test_cli_client_timeout_is_its_own_error_and_exit_status(tmp_path: Path) -> None:
+    """R8.1 (DESIGN "Result shapes"): the runtime takes a `pane.wait` and never answers
+    (tests/inject/pane_wait_never_answers.py); once the CLI's deadline (the wait's timeout
+    plus its margin) passes it prints `client_timeout` and exits 4; the runtime still
+    answers other calls."""
+    env = {**base_env(tmp_path), **inject_env("pane_wait_never_answers")}
+    with started_runtime(env) as rt:
+        at_prompt(rt)
+        done = rt.cli("pane", "wait", "1", "--timeout-ms", "0", timeout=60)
+        assert done.code == 4, done
+        error = done.json["error"]
+        assert error["code"] == "client_timeout"
+        assert error["details"]["method"] == "pane.wait"
+        assert rt.cli("runtime", "describe").code == 0
