@@ -95,7 +95,7 @@ def submit_then_wait(
     """A submission, then (with a state) the wait `wait_after` builds from its result (R5.5).
 
     The wait names the submission's target (pane or agent generation) and counts from the
-    post-submit baseline; its envelope is printed with `submitted: true`.
+    post-submit baseline; its envelope is printed with `submitted: true, written: true`.
     """
     try:
         sent = request(submission)
@@ -108,7 +108,7 @@ def submit_then_wait(
         emit(exc.envelope, pretty)
         sys.exit(exc.status)
     if waited.get("ok"):
-        waited["result"]["submitted"] = True
+        waited["result"].update(submitted=True, written=True)
     finish(waited, pretty)
 
 

@@ -111,7 +111,7 @@ def test_cli_send_and_ctl_prompt_wait_from_the_post_submit_baseline(runtime: Run
     for args in steps:
         done = runtime.cli(*args[:2], *bound, *args[2:], check=True)
         result = done.json["result"]
-        assert result["submitted"] is True
+        assert (result["submitted"], result["written"]) == (True, True)
         observed.append((result["state"], result["state_change_seq"]))
     assert observed == [("completed", 3), ("failed", 5), ("completed", 7)]
 
