@@ -124,4 +124,4 @@ def test_cli_client_timeout_is_its_own_error_and_exit_status(tmp_path: Path) -> 
         error = done.json["error"]
         assert error["code"] == "client_timeout"
         assert error["details"]["method"] == "pane.wait"
-        assert rt.cli("runtime", "describe").code == 0
+        assert rt.cli("ctl", "describe").code == 0
