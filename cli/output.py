@@ -1,7 +1,9 @@
 """Shared CLI plumbing: one request function, one way to print envelopes, exit statuses.
 
 Exit statuses (DESIGN "Result shapes"): 0 ok; 1 the runtime answered an error envelope; 2 usage
-error (click); 3 no runtime reachable (a `runtime_unavailable` envelope is still printed).
+error (click); 3 no runtime reachable (a `runtime_unavailable` envelope is still printed); 4 the
+runtime took the request but did not answer within the CLI's deadline (a `client_timeout`
+envelope is printed; the request may still be carried out).
 `--exit-code` of `pane exec` exits with the child's status instead, or one of its own below.
 """
 
@@ -13,7 +15,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from pebrel.client import Client, RuntimeUnavailable, unavailable_envelope
+from pebrel.client import (
+    Client,
+    ClientTimeout,
+    RuntimeUnavailable,
+    timeout_envelope,
+    unavailable_envelope,
+)
 
 if TYPE_CHECKING:
     from pebrel.cli.params import Request, WaitAfter
@@ -22,6 +30,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+EXIT_CLIENT_TIMEOUT = 4
 #: `--exit-code` statuses of our own (DESIGN "Result shapes"): like timeout(1) and env(1).
 EXIT_EXEC_TIMED_OUT = 124
 EXIT_EXEC_FAILED = 125
@@ -32,9 +41,12 @@ def emit(envelope: dict[str, Any], pretty: bool) -> None:
 
 
 class Unreachable(Exception):
-    def __init__(self, envelope: dict[str, Any]) -> None:
+    """No answer: no runtime reachable (exit 3), or none in time (exit 4); `envelope` says so."""
+
+    def __init__(self, envelope: dict[str, Any], status: int = EXIT_UNAVAILABLE) -> None:
         super().__init__(envelope["error"]["message"])
         self.envelope = envelope
+        self.status = status
 
 
 def request(req: Request) -> dict[str, Any]:
@@ -42,6 +54,8 @@ def request(req: Request) -> dict[str, Any]:
     try:
         with Client(timeout_s=req.timeout_s) as client:
             return client.call(req.method, req.params)
+    except ClientTimeout as exc:
+        raise Unreachable(timeout_envelope(exc), EXIT_CLIENT_TIMEOUT) from exc
     except (RuntimeUnavailable, OSError) as exc:
         raise Unreachable(unavailable_envelope(str(exc))) from exc
 
@@ -57,7 +71,7 @@ def call(req: Request, pretty: bool) -> NoReturn:
         envelope = request(req)
     except Unreachable as exc:
         emit(exc.envelope, pretty)
-        sys.exit(EXIT_UNAVAILABLE)
+        sys.exit(exc.status)
     finish(envelope, pretty)
 
 
@@ -81,7 +95,7 @@ def submit_then_wait(
     """A submission, then (with a state) the wait `wait_after` builds from its result (R5.5).
 
     The wait names the submission's target (pane or agent generation) and counts from the
-    post-submit baseline; its envelope is printed with `submitted: true`.
+    post-submit baseline; its envelope is printed with `submitted: true, written: true`.
     """
     try:
         sent = request(submission)
@@ -92,9 +106,9 @@ def submit_then_wait(
         waited = request(wait_after(submission, result, state, after_seq, timeout_ms))
     except Unreachable as exc:
         emit(exc.envelope, pretty)
-        sys.exit(EXIT_UNAVAILABLE)
+        sys.exit(exc.status)
     if waited.get("ok"):
-        waited["result"]["submitted"] = True
+        waited["result"].update(submitted=True, written=True)
     finish(waited, pretty)
 
 
@@ -112,12 +126,12 @@ def exec_exit_status(envelope: dict[str, Any]) -> int:
 
 
 def exec_call(req: Request, exit_code: bool, pretty: bool) -> NoReturn:
-    """pane.exec: print the envelope; exit 0/1/3, or with the child's status (`exit_code`)."""
+    """pane.exec: print the envelope; exit 0/1/3/4, or with the child's status (`exit_code`)."""
     try:
         envelope = request(req)
     except Unreachable as exc:
         emit(exc.envelope, pretty)
-        sys.exit(EXIT_EXEC_FAILED if exit_code else EXIT_UNAVAILABLE)
+        sys.exit(EXIT_EXEC_FAILED if exit_code else exc.status)
     if not exit_code:
         finish(envelope, pretty)
     emit(envelope, pretty)

@@ -46,7 +46,6 @@ from pebrel.cli.options import (
     window_option,
 )
 from pebrel.cli.output import (
-    EXIT_UNAVAILABLE,
     Unreachable,
     call,
     emit,
@@ -81,7 +80,7 @@ def list_panes(window_id: int | None, pretty: bool) -> None:
         envelope = request(params.runtime_snapshot())
     except Unreachable as exc:
         emit(exc.envelope, pretty)
-        sys.exit(EXIT_UNAVAILABLE)
+        sys.exit(exc.status)
     if envelope.get("ok"):
         snap: dict[str, Any] = envelope["result"]
         panes = [

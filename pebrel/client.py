@@ -27,6 +27,16 @@ class RuntimeUnavailable(Exception):
     """No runtime answers for this data dir; the message says why."""
 
 
+class ClientTimeout(Exception):
+    """The runtime took a request, but its answer did not arrive within the client's deadline
+    (the request may still be carried out)."""
+
+    def __init__(self, method: str, timeout_s: float | None) -> None:
+        super().__init__(f"no answer to {method} within the client's {timeout_s} s")
+        self.method = method
+        self.timeout_s = timeout_s
+
+
 def locate(directory: Path | str | None = None) -> PortInfo:
     try:
         info = read_port_file(directory)
@@ -98,7 +108,7 @@ class Client:
                 if response.get("id") == request_id:
                     return response
         except TimeoutError as exc:
-            raise RuntimeUnavailable(f"no answer to {method} in time") from exc
+            raise ClientTimeout(method, self.sock.gettimeout()) from exc
 
     def ping(self) -> str:
         self.sock.sendall(f"PING {self.info.token}\n".encode())
@@ -109,3 +119,10 @@ def unavailable_envelope(message: str) -> dict[str, Any]:
     from pebrel.errors import ErrorCode, PebrelError
 
     return error_response(None, PebrelError(ErrorCode.RUNTIME_UNAVAILABLE, message))
+
+
+def timeout_envelope(exc: ClientTimeout) -> dict[str, Any]:
+    from pebrel.errors import ErrorCode, PebrelError
+
+    details = {"method": exc.method, "timeout_s": exc.timeout_s}
+    return error_response(None, PebrelError(ErrorCode.CLIENT_TIMEOUT, str(exc), details))

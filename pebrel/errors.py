@@ -48,6 +48,9 @@ class ErrorCode(StrEnum):
     CONFIRMATION_REQUIRED = "confirmation_required"
     SLOW_CONSUMER = "slow_consumer"
     INTERNAL_ERROR = "internal_error"
+    #: Only clients answer it: the runtime took the request but its answer did not arrive
+    #: within the client's own deadline (the CLI exits 4).
+    CLIENT_TIMEOUT = "client_timeout"
 
 
 class PebrelError(Exception):

@@ -32,15 +32,18 @@ from pebrel.router import agents, links
 from pebrel.router.agents import HOOK_STATES, NamedAgent
 from pebrel.router.handlers import Handler, Result
 from pebrel.router.handlers.input_common import (
-    mark_submitted,
+    not_sent,
     pane_ids,
+    press_enter,
     require_live,
     require_unlocked,
+    submitted_result,
     worker_link,
     write_input,
+    writing,
 )
 from pebrel.router.handlers.keys import paste_text
-from pebrel.router.handlers.pane_io import read_result
+from pebrel.router.handlers.pane_io import check_baseline, read_result
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
 
@@ -141,27 +144,22 @@ async def prompt_agent(
 ) -> Result:
     """Type a line into the agent's input; Enter once the TUI has drawn it (R9.4)."""
     data = check_prompt_text(text)
-    not_sent = {"submitted": False, **identity(agent)}
-    require_live(pane, not_sent)
-    require_unlocked(pane, not_sent)
-    pane.writing = True
+    unsent = {**not_sent(), **identity(agent)}
+    require_live(pane, unsent)
+    require_unlocked(pane, unsent)
     try:
-        if data:
-            await write_input(rt, pane, data)
-        baseline = pane.tracker.seq
-        if submit:
-            await wait_for_echo(rt, pane, text)
-            agents.check_generation(agent, pane.agents, agent.generation)
-            baseline = mark_submitted(rt, pane)
-            await write_input(rt, pane, b"\r")
+        with writing(pane) as sent:
+            if data:
+                await write_input(rt, pane, data, sent)
+            sent.baseline = pane.tracker.seq
+            if submit:
+                await wait_for_echo(rt, pane, text)
+                agents.check_generation(agent, pane.agents, agent.generation)
+                await press_enter(rt, pane, sent)
     except PebrelError as exc:
-        exc.details.setdefault("submitted", False)
         exc.details.update(identity(agent))
         raise
-    finally:
-        pane.writing = False
-    rt.commit()
-    return {**identity(agent), "submitted": True, "state_change_seq": baseline, **pane_ids(pane)}
+    return {**identity(agent), **submitted_result(rt, pane, sent)}
 
 
 async def prompt(rt: Runtime, params: AgentPromptParams) -> Result:
@@ -190,12 +188,7 @@ async def paste_agent(
                 raise
         await asyncio.sleep(ECHO_POLL_S)
         agents.check_generation(agent, pane.agents, agent.generation)
-    return {
-        **identity(agent),
-        "submitted": sent["submitted"],
-        "state_change_seq": sent["state_change_seq"],
-        **pane_ids(pane),
-    }
+    return {**identity(agent), **sent}
 
 
 async def paste(rt: Runtime, params: AgentPasteParams) -> Result:
@@ -224,6 +217,7 @@ async def wait(rt: Runtime, params: AgentWaitParams) -> Result:
     agent, pane = bound(rt, agent.agent_id, generation)
     target = params["state"]
     deadline = time.monotonic() + params.get("timeout_ms", WAIT_DEFAULT_TIMEOUT_MS) / 1000
+    check_baseline(pane, after_seq, identity(agent))
     began = agent.started_seq.get(generation)
     since = max(after_seq or 0, began or 0) if after_seq is not None else None
     unconfirmed = False

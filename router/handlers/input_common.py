@@ -4,7 +4,9 @@ pane.prompt, pane.run, pane.send_key and pane.paste all type into a pane's PTY. 
 exited pane the same way, refuse a second input inside the submit barrier the same way
 (`input_in_progress`, never interleaved), and establish the synchronous running edge of a
 submission the same way, so the `state_change_seq` they return is a correct wait baseline
-(DESIGN "Model"; TRAPS "Actors").
+(DESIGN "Model"; TRAPS "Actors"). Their answers say what happened: `written` (bytes reached the
+PTY), `submitted` (Enter was written), and the snapshot taken at the running edge, before any
+later report of the worker is applied.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from pebrel import messages as m
@@ -53,6 +56,28 @@ def worker_link(rt: Runtime, pane: Pane) -> links.WorkerLink:
     return link
 
 
+@dataclass
+class Sent:
+    """What an input has done so far; its answer and its error details say exactly this."""
+
+    #: Some of its bytes reached the PTY.
+    written: bool = False
+    #: Its Enter was written (a submission, not only typed text or another key).
+    submitted: bool = False
+    #: The wait baseline: the running edge's seq, or the seq at the write without an edge.
+    baseline: int = 0
+    #: The snapshot at the running edge (None without one: then the one after the write).
+    snapshot: dict[str, Any] | None = None
+
+    def details(self) -> dict[str, bool]:
+        return {"submitted": self.submitted, "written": self.written}
+
+
+def not_sent() -> dict[str, Any]:
+    """The details of an input refused before any byte was written."""
+    return Sent().details()
+
+
 def raise_write_error(pane: Pane, error: str | None, written: int) -> None:
     """Turn a worker's write failure into `action_failed`."""
     if error:
@@ -63,11 +88,12 @@ def raise_write_error(pane: Pane, error: str | None, written: int) -> None:
         )
 
 
-async def write_input(rt: Runtime, pane: Pane, data: bytes) -> None:
+async def write_input(rt: Runtime, pane: Pane, data: bytes, sent: Sent) -> None:
     """Write raw bytes to the pane's PTY; returns once the worker wrote them all."""
     link = worker_link(rt, pane)
     reply = await links.request(link, rt.send, lambda rid: m.WriteInput(request_id=rid, data=data))
     assert isinstance(reply, m.InputWritten)
+    sent.written = sent.written or reply.written > 0
     raise_write_error(pane, reply.error, reply.written)
 
 
@@ -87,12 +113,13 @@ async def submit_at_prompt(
 
     def written(reply: m.Message) -> None:
         if isinstance(reply, m.InputWritten) and reply.written > 0:
+            sent.written = True
             typed.append((mark_submitted(rt, pane), pane.tracker.commands_started + 1))
 
     def give_up(request_id: int) -> None:
         rt.send(link.identity, m.CancelAtPrompt(request_id=request_id))
 
-    with writing(pane):  # the pane's input is this line's from here, connecting included
+    with writing(pane) as sent:  # the pane's input is this line's from here, connecting included
         if not link.started.done():  # a pane just created: no prompt before it connects
             loop = asyncio.get_running_loop()
             try:
@@ -117,13 +144,15 @@ async def submit_at_prompt(
 
 
 @contextmanager
-def writing(pane: Pane) -> Iterator[None]:
-    """Hold the pane's submit barrier while input is written; a failure inside is not submitted."""
+def writing(pane: Pane) -> Iterator[Sent]:
+    """Hold the pane's submit barrier while input is written; a failure inside is not
+    submitted, and its details say whether any byte was written."""
+    sent = Sent()
     pane.writing = True
     try:
-        yield
+        yield sent
     except PebrelError as exc:
-        exc.details["submitted"] = False
+        exc.details.update(submitted=False, written=sent.written)
         raise
     finally:
         pane.writing = False
@@ -147,29 +176,50 @@ def mark_submitted(rt: Runtime, pane: Pane) -> int:
     return pane.tracker.seq
 
 
-async def submit_line(rt: Runtime, pane: Pane, data: bytes, submit: bool) -> int:
+def at_edge(rt: Runtime, pane: Pane, sent: Sent) -> None:
+    """Set the running edge of ``sent``'s Enter and keep the snapshot of that moment: the
+    answer shows the pane `running` at the baseline, even when the command's own marks are
+    handled before Enter's write is acknowledged (R5.4, R5.5)."""
+    sent.baseline = mark_submitted(rt, pane)
+    rt.commit()
+    sent.snapshot = rt.state.snapshot()
+
+
+async def press_enter(rt: Runtime, pane: Pane, sent: Sent) -> None:
+    """The running edge, then Enter as its own write."""
+    at_edge(rt, pane, sent)
+    await write_input(rt, pane, b"\r", sent)
+    sent.submitted = True
+
+
+async def submit_line(rt: Runtime, pane: Pane, data: bytes, submit: bool) -> Sent:
     """Type `data`, then Enter as a separate write (TUIs read text and Enter in one read as a
     paste); the running edge is set before any byte (pane.prompt; pane.run's line goes
     through :func:`submit_at_prompt`).
 
-    Returns the `after_seq` baseline: the seq right after the edge (or at the write, when no
-    edge was set).
+    Returns what was sent, with the `after_seq` baseline: the seq right after the edge (or at
+    the write, when no edge was set).
     """
-    with writing(pane):
-        baseline = mark_submitted(rt, pane) if submit else pane.tracker.seq
-        if data:
-            await write_input(rt, pane, data)
+    with writing(pane) as sent:
         if submit:
-            await write_input(rt, pane, b"\r")
-    return baseline
+            at_edge(rt, pane, sent)
+        else:
+            sent.baseline = pane.tracker.seq
+        if data:
+            await write_input(rt, pane, data, sent)
+        if submit:
+            await write_input(rt, pane, b"\r", sent)
+            sent.submitted = True
+    return sent
 
 
-def submitted_result(rt: Runtime, pane: Pane, baseline: int) -> dict[str, Any]:
-    """Commit, then answer a submitted input with its wait baseline and the new snapshot."""
+def submitted_result(rt: Runtime, pane: Pane, sent: Sent) -> dict[str, Any]:
+    """Commit, then answer an input: `submitted`, `written`, its wait baseline and the
+    snapshot at its running edge (without an edge, the one after the write)."""
     rt.commit()
     return {
-        "submitted": True,
-        "state_change_seq": baseline,
+        **sent.details(),
+        "state_change_seq": sent.baseline,
         **pane_ids(pane),
-        "snapshot": rt.state.snapshot(),
+        "snapshot": sent.snapshot if sent.snapshot is not None else rt.state.snapshot(),
     }

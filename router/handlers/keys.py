@@ -22,14 +22,15 @@ from pebrel.model import MAX_PROMPT_BYTES
 from pebrel.router import links
 from pebrel.router.handlers import Handler, Result
 from pebrel.router.handlers.input_common import (
-    mark_submitted,
+    at_edge,
+    not_sent,
     pane_ids,
+    press_enter,
     raise_write_error,
     require_live,
     require_unlocked,
     submitted_result,
     worker_link,
-    write_input,
     writing,
 )
 from pebrel.router.runtime import Runtime
@@ -63,20 +64,23 @@ async def send_key(rt: Runtime, params: PaneSendKeyParams) -> Result:
     alt = modifiers.get("alt", False)
     shift = modifiers.get("shift", False)
     repeat = params.get("repeat", 1)
-    not_sent: dict[str, Any] = {"submitted": False}
     try:
         encode_key(key, control=control, alt=alt, shift=shift, app_cursor=False)
     except ValueError as exc:
         raise PebrelError(
             ErrorCode.INVALID_PARAMS,
             str(exc),
-            {"field": "key", "key": key, "modifiers": modifiers, **not_sent},
+            {"field": "key", "key": key, "modifiers": modifiers, **not_sent()},
         ) from exc
-    require_live(pane, not_sent)
-    require_unlocked(pane, not_sent)
+    require_live(pane, not_sent())
+    require_unlocked(pane, not_sent())
     link = worker_link(rt, pane)
-    with writing(pane):
-        baseline = mark_submitted(rt, pane) if _submits(key, control, alt) else pane.tracker.seq
+    submits = _submits(key, control, alt)
+    with writing(pane) as sent:
+        if submits:
+            at_edge(rt, pane, sent)
+        else:
+            sent.baseline = pane.tracker.seq
         reply = await links.request(
             link,
             rt.send,
@@ -90,8 +94,10 @@ async def send_key(rt: Runtime, params: PaneSendKeyParams) -> Result:
             ),
         )
         assert isinstance(reply, m.InputWritten)
+        sent.written = reply.written > 0
         raise_write_error(pane, reply.error, reply.written)
-    return submitted_result(rt, pane, baseline)
+        sent.submitted = submits
+    return submitted_result(rt, pane, sent)
 
 
 def check_paste_text(text: str) -> bytes:
@@ -101,7 +107,7 @@ def check_paste_text(text: str) -> bytes:
         raise PebrelError(
             ErrorCode.INVALID_PARAMS,
             f"text is {size} bytes; the paste limit is {MAX_PASTE_BYTES}",
-            {"field": "text", "bytes": size, "limit": MAX_PASTE_BYTES, "submitted": False},
+            {"field": "text", "bytes": size, "limit": MAX_PASTE_BYTES, **not_sent()},
         )
     for index, char in enumerate(text):
         if char in PASTE_ALLOWED_CONTROLS or char == "\r":
@@ -111,12 +117,12 @@ def check_paste_text(text: str) -> bytes:
                 ErrorCode.INVALID_PARAMS,
                 f"text contains control character U+{ord(char):04X} at {index}; a paste may "
                 "hold only newline and tab; use pane.send_key for keys",
-                {"field": "text", "index": index, "codepoint": ord(char), "submitted": False},
+                {"field": "text", "index": index, "codepoint": ord(char), **not_sent()},
             )
     return text.replace("\r\n", "\n").replace("\r", "\n").encode("utf-8")
 
 
-async def _settle_prompt(rt: Runtime, pane: Pane, not_sent: dict[str, Any]) -> None:
+async def _settle_prompt(rt: Runtime, pane: Pane, unsent: dict[str, Any]) -> None:
     """Let an integrated shell between a command's end and its next prompt draw that prompt.
 
     Readline turns bracketed paste on when it starts reading a line, after the done mark a
@@ -132,21 +138,21 @@ async def _settle_prompt(rt: Runtime, pane: Pane, not_sent: dict[str, Any]) -> N
             raise PebrelError(
                 ErrorCode.TARGET_NOT_FOUND,
                 f"pane {pane.pane_id} was closed",
-                {**pane_ids(pane), **not_sent},
+                {**pane_ids(pane), **unsent},
             )
-        require_live(pane, not_sent)
-    require_unlocked(pane, not_sent)
+        require_live(pane, unsent)
+    require_unlocked(pane, unsent)
 
 
 async def paste_text(rt: Runtime, pane: Pane, text: str, submit: bool = True) -> Result:
     """Bracketed paste, then (with ``submit``) Enter as a separate write (R4.2)."""
     data = check_paste_text(text)
-    not_sent: dict[str, Any] = {"submitted": False}
-    require_live(pane, not_sent)
-    require_unlocked(pane, not_sent)
-    await _settle_prompt(rt, pane, not_sent)
+    unsent = not_sent()
+    require_live(pane, unsent)
+    require_unlocked(pane, unsent)
+    await _settle_prompt(rt, pane, unsent)
     link = worker_link(rt, pane)
-    with writing(pane):
+    with writing(pane) as sent:
         reply = await links.request(
             link, rt.send, lambda rid: m.PasteText(request_id=rid, data=data)
         )
@@ -158,13 +164,13 @@ async def paste_text(rt: Runtime, pane: Pane, text: str, submit: bool = True) ->
                 "nothing was written (use pane.prompt for plain text)",
                 {**pane_ids(pane), "bracketed_paste": False},
             )
+        sent.written = reply.written > 0
         raise_write_error(pane, reply.error, reply.written)
-        baseline = pane.tracker.seq
+        sent.baseline = pane.tracker.seq
         if submit:
             # The paste is acknowledged; Enter goes as its own write after the edge.
-            baseline = mark_submitted(rt, pane)
-            await write_input(rt, pane, b"\r")
-    return submitted_result(rt, pane, baseline)
+            await press_enter(rt, pane, sent)
+    return submitted_result(rt, pane, sent)
 
 
 async def paste(rt: Runtime, params: PanePasteParams) -> Result:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.inputs import check_no_controls
 from pebrel.method_params import PaneResizeParams, PaneZoomParams, TabMoveParams, TabRenameParams
 from pebrel.router import layout, sizing
 from pebrel.router.handlers import Handler, Result
@@ -69,10 +70,13 @@ async def resize(rt: Runtime, params: PaneResizeParams) -> Result:
 
 
 def rename_tab(rt: Runtime, window: Window, tab_index: int, name: str | None) -> Result:
-    """Set or (``None``) clear a tab's custom name; a blank name is `invalid_params`."""
+    """Set or (``None``) clear a tab's custom name; a blank name, or one with a control
+    character (a newline, ESC...), is `invalid_params`."""
     window, tab = rt.state.tab(window.window_id, tab_index)
     if name is not None and not name.strip():
         raise PebrelError(ErrorCode.INVALID_PARAMS, "name must not be blank; use null to clear")
+    if name is not None:
+        check_no_controls(name, "name")
     tab.custom_name = name
     rt.commit()
     record = rt.state.snapshot_tab(window.window_id, tab_index)

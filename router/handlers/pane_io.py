@@ -26,6 +26,7 @@ from pebrel.model import (
 from pebrel.router import links
 from pebrel.router.handlers import Method, Result
 from pebrel.router.handlers.input_common import (
+    not_sent,
     pane_ids,
     require_live,
     require_unlocked,
@@ -46,15 +47,17 @@ READS_KEPT = 4
 #: answer current for ``workers.readwatch.WATCH_S`` after each time).
 WATCH_RENEW_S = 0.25
 RUN_START_TIMEOUT_S = 5.0
+#: The details of a pane.run error once its line (with Enter) was typed.
+SENT = {"submitted": True, "written": True}
 
 
 async def prompt_pane(rt: Runtime, pane: Pane, text: str, submit: bool = True) -> Result:
     """Type one line of plain text and, with ``submit``, Enter as a separate write (R4.1)."""
     data = check_prompt_text(text)
-    require_live(pane, {"submitted": False})
-    require_unlocked(pane, {"submitted": False})
-    baseline = await submit_line(rt, pane, data, submit)
-    return submitted_result(rt, pane, baseline)
+    require_live(pane, not_sent())
+    require_unlocked(pane, not_sent())
+    sent = await submit_line(rt, pane, data, submit)
+    return submitted_result(rt, pane, sent)
 
 
 async def prompt(rt: Runtime, params: PanePromptParams) -> Result:
@@ -177,10 +180,29 @@ def _closed(pane: Pane, extra: dict[str, Any]) -> PebrelError:
     )
 
 
+def check_baseline(pane: Pane, after_seq: int | None, extra: dict[str, Any] | None = None) -> None:
+    """Refuse a wait baseline ahead of the pane's seq (one from another runtime, a typo): no
+    transition could ever count, so the wait would only run out its timeout (R5.3)."""
+    if after_seq is not None and after_seq > pane.tracker.seq:
+        raise PebrelError(
+            ErrorCode.INVALID_PARAMS,
+            f"after_seq {after_seq} is ahead of pane {pane.pane_id}'s state_change_seq "
+            f"{pane.tracker.seq}",
+            {
+                **(extra or {}),
+                **pane_ids(pane),
+                "field": "after_seq",
+                "after_seq": after_seq,
+                "state_change_seq": pane.tracker.seq,
+            },
+        )
+
+
 async def wait(rt: Runtime, params: PaneWaitParams) -> Result:
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
     target = params["state"]
     after_seq: int | None = params.get("after_seq")
+    check_baseline(pane, after_seq)
     timeout_s = params.get("timeout_ms", WAIT_DEFAULT_TIMEOUT_MS) / 1000
     deadline = time.monotonic() + timeout_s
     while True:
@@ -215,7 +237,7 @@ def _not_at_prompt(pane: Pane) -> PebrelError:
     return PebrelError(
         ErrorCode.INVALID_STATE,
         f"pane {pane.pane_id} is not at a shell prompt ({state})",
-        {**pane_ids(pane), "task_state": state, "submitted": False},
+        {**pane_ids(pane), "task_state": state, **not_sent()},
     )
 
 
@@ -229,17 +251,17 @@ async def run_command(
     """Type ``command`` at the shell prompt; with ``wait``, return its exit code (R6.2)."""
     data = check_prompt_text(command, "command")
     timeout_s = timeout_ms / 1000
-    not_sent = {"submitted": False}
-    require_live(pane, not_sent)
+    unsent = not_sent()
+    require_live(pane, unsent)
     if not pane.integrated:
         raise PebrelError(
             ErrorCode.EXIT_CODE_UNAVAILABLE,
             f"pane {pane.pane_id} runs a shell without OSC 133 integration; use pane.prompt",
-            {**pane_ids(pane), **not_sent},
+            {**pane_ids(pane), **unsent},
         )
     start = time.monotonic()
     tracker = pane.tracker
-    require_unlocked(pane, not_sent)
+    require_unlocked(pane, unsent)
     if tracker.command_active:
         raise _not_at_prompt(pane)
     # The pane's worker types the line once the shell is at its prompt: at once if it is,
@@ -250,13 +272,13 @@ async def run_command(
         typed = await submit_at_prompt(rt, pane, data, limit)
     except PebrelError:
         if pane.closing:  # closed meanwhile: say so, not "its worker is gone"
-            raise _closed(pane, not_sent) from None
-        _still_there(rt, pane, not_sent)
-        require_live(pane, not_sent)
+            raise _closed(pane, unsent) from None
+        _still_there(rt, pane, unsent)
+        require_live(pane, unsent)
         raise
-    _still_there(rt, pane, not_sent if typed is None else {"submitted": True})
+    _still_there(rt, pane, unsent if typed is None else SENT)
     if typed is None:
-        require_live(pane, not_sent)
+        require_live(pane, unsent)
         raise _not_at_prompt(pane)
     baseline, number = typed
     submitted_at = time.monotonic()
@@ -269,9 +291,9 @@ async def run_command(
             "state_change_seq": baseline,
             **pane_ids(pane),
         }
-    sent = {**pane_ids(pane), "submitted": True}
+    sent = {**pane_ids(pane), **SENT}
     while number not in tracker.results:
-        _still_there(rt, pane, {"submitted": True})
+        _still_there(rt, pane, SENT)
         now = time.monotonic()
         if pane.exited:
             raise PebrelError(

@@ -108,7 +108,7 @@ def test_ctrl_c_stops_a_foreground_sleep_and_the_pane_is_failed(runtime: Runtime
     sent = runtime.ok("pane.prompt", {"pane_id": 1, "text": "sleep 30"})
     wait_foreground(runtime, "sleep")
     keyed = runtime.cli("pane", "key", "1", "c", "--control", check=True).json["result"]
-    assert keyed["submitted"] is True
+    assert (keyed["written"], keyed["submitted"]) == (True, False)  # ctrl-c is not Enter (#14)
     assert keyed["state_change_seq"] >= sent["state_change_seq"]
     settled = wait_settled(runtime, sent["state_change_seq"])
     assert settled["state"] == "failed"

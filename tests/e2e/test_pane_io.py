@@ -119,7 +119,7 @@ def test_prompt_without_submit_types_but_does_not_run(runtime: Runtime) -> None:
     assert before["task_state"] == "idle"
     seq = before["state_change_seq"]
     sent = runtime.ok("pane.prompt", {"pane_id": 1, "text": "echo typed-only", "submit": False})
-    assert sent["submitted"] is True
+    assert (sent["written"], sent["submitted"]) == (True, False)  # no Enter (#14)
     assert sent["state_change_seq"] == seq
     text = runtime.wait_text(1, "echo typed-only")
     assert text.split("\n")[-1].endswith("echo typed-only")

@@ -75,7 +75,7 @@ def test_every_prompt_response_carries_its_running_edge(runtime: Runtime) -> Non
 
     The baseline must be the edge (4, 6, 8, ...), never a later seq: a command that finished
     before the response was built would otherwise be invisible to `wait(after_seq=...)`. The
-    response's snapshot is taken after the write, so it shows the edge or something later.
+    response's snapshot is the edge's: `running` at that seq (#14).
     """
     at_prompt(runtime)  # running@2, completed@3
     expected = [4 + 2 * number for number in range(10)]
@@ -84,7 +84,7 @@ def test_every_prompt_response_carries_its_running_edge(runtime: Runtime) -> Non
         sent = prompt(runtime, "true")
         returned.append(sent["state_change_seq"])
         (pane,) = [p for w in sent["snapshot"]["windows"] for t in w["tabs"] for p in t["panes"]]
-        assert pane["state_change_seq"] >= edge
+        assert (pane["task_state"], pane["state_change_seq"]) == ("running", edge)
         assert wait_settled(runtime, edge)["state_change_seq"] == edge + 1
     assert returned == expected
 
@@ -111,7 +111,7 @@ def test_cli_send_and_ctl_prompt_wait_from_the_post_submit_baseline(runtime: Run
     for args in steps:
         done = runtime.cli(*args[:2], *bound, *args[2:], check=True)
         result = done.json["result"]
-        assert result["submitted"] is True
+        assert (result["submitted"], result["written"]) == (True, True)
         observed.append((result["state"], result["state_change_seq"]))
     assert observed == [("completed", 3), ("failed", 5), ("completed", 7)]
 

@@ -42,12 +42,19 @@ SPEC_CODES = {
     "timeout",
     "protocol_version_mismatch",
 }
-#: R2.2: the spec's `input_in_progress`, and the three codes Pebrel adds.
-EXTRA_CODES = {"input_in_progress", "confirmation_required", "slow_consumer", "internal_error"}
+#: R2.2: the spec's `input_in_progress`, the three codes Pebrel adds, and the CLI's own
+#: `client_timeout` (DESIGN "Result shapes": exit status 4; #14).
+EXTRA_CODES = {
+    "input_in_progress",
+    "confirmation_required",
+    "slow_consumer",
+    "internal_error",
+    "client_timeout",
+}
 
 
 def test_error_codes_are_the_spec_list() -> None:
-    """R2.2: ErrorCode holds exactly the spec's codes plus Pebrel's four, no more, no less."""
+    """R2.2: ErrorCode holds exactly the spec's codes plus Pebrel's five, no more, no less."""
     assert len(SPEC_CODES) == 34
     assert {str(code) for code in ErrorCode} == SPEC_CODES | EXTRA_CODES
 
