@@ -218,6 +218,7 @@ class RouterState:
             "session_id": session.session_id,
             "generation": session.generation,
             "state": pane.tracker.state,
+            "ready": session.ready,
             "state_source": session.source,
             "state_rule": session.rule,
             "program": session.program,

@@ -212,6 +212,9 @@ def test_not_ready_in_time_types_nothing(tmp_path: Path) -> None:
         assert error["error"]["code"] == "agent_ready_timeout", error
         details = error["error"]["details"]
         assert details["recognised"] is True and details["ready"] is False
+        # The snapshot's pane agent says the same while the CLI still draws its banner.
+        pane_agent = rt.pane(details["pane_id"])["agent"]
+        assert (pane_agent["agent_id"], pane_agent["ready"]) == (details["agent_id"], False)
         workflow = {
             "steps": [
                 {"id": "tab", "op": "new_tab"},
