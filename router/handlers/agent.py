@@ -17,7 +17,6 @@ from typing import Any
 from pebrel import messages as m
 from pebrel.agentkinds import DISPLAY_NAMES
 from pebrel.errors import ErrorCode, PebrelError
-from pebrel.inputs import check_prompt_text
 from pebrel.method_params import (
     AgentGetParams,
     AgentHookParams,
@@ -32,6 +31,7 @@ from pebrel.router import agents, links
 from pebrel.router.agents import HOOK_STATES, NamedAgent
 from pebrel.router.handlers import Handler, Result
 from pebrel.router.handlers.input_common import (
+    checked_line,
     not_sent,
     pane_ids,
     press_enter,
@@ -143,7 +143,7 @@ async def prompt_agent(
     rt: Runtime, agent: NamedAgent, pane: Pane, text: str, submit: bool = True
 ) -> Result:
     """Type a line into the agent's input; Enter once the TUI has drawn it (R9.4)."""
-    data = check_prompt_text(text)
+    data = checked_line(text)
     unsent = {**not_sent(), **identity(agent)}
     require_live(pane, unsent)
     require_unlocked(pane, unsent)

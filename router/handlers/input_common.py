@@ -20,6 +20,7 @@ from typing import Any
 
 from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
+from pebrel.inputs import check_prompt_text
 from pebrel.router import agents, links
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
@@ -76,6 +77,15 @@ class Sent:
 def not_sent() -> dict[str, Any]:
     """The details of an input refused before any byte was written."""
     return Sent().details()
+
+
+def checked_line(text: str, field: str = "text") -> bytes:
+    """``check_prompt_text`` for a pane already found: a refusal says nothing was written."""
+    try:
+        return check_prompt_text(text, field)
+    except PebrelError as exc:
+        exc.details.update(not_sent())
+        raise
 
 
 def raise_write_error(pane: Pane, error: str | None, written: int) -> None:

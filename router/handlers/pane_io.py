@@ -9,7 +9,6 @@ from typing import Any
 from pebrel import messages as m
 from pebrel.envelope import EncodedResult, dump_value
 from pebrel.errors import ErrorCode, PebrelError
-from pebrel.inputs import check_prompt_text
 from pebrel.method_params import (
     AgentReadParams,
     PanePromptParams,
@@ -26,6 +25,7 @@ from pebrel.model import (
 from pebrel.router import links
 from pebrel.router.handlers import Method, Result
 from pebrel.router.handlers.input_common import (
+    checked_line,
     not_sent,
     pane_ids,
     require_live,
@@ -53,7 +53,7 @@ SENT = {"submitted": True, "written": True}
 
 async def prompt_pane(rt: Runtime, pane: Pane, text: str, submit: bool = True) -> Result:
     """Type one line of plain text and, with ``submit``, Enter as a separate write (R4.1)."""
-    data = check_prompt_text(text)
+    data = checked_line(text)
     require_live(pane, not_sent())
     require_unlocked(pane, not_sent())
     sent = await submit_line(rt, pane, data, submit)
@@ -249,7 +249,7 @@ async def run_command(
     timeout_ms: int = RUN_DEFAULT_TIMEOUT_MS,
 ) -> Result:
     """Type ``command`` at the shell prompt; with ``wait``, return its exit code (R6.2)."""
-    data = check_prompt_text(command, "command")
+    data = checked_line(command, "command")
     timeout_s = timeout_ms / 1000
     unsent = not_sent()
     require_live(pane, unsent)

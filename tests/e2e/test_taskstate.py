@@ -280,7 +280,11 @@ def test_run_of_a_multiline_command_is_invalid_params(runtime: Runtime, case: Ba
     """R6.2, R4.1: a command with a newline or control char -> invalid_params, nothing typed."""
     at_prompt(runtime)
     before = runtime.pane(1)["state_change_seq"]
-    assert runtime.error("pane.run", {"pane_id": 1, "command": case.command})["code"] == (
-        "invalid_params"
-    )
+    error = runtime.error("pane.run", {"pane_id": 1, "command": case.command})
+    assert error["code"] == "invalid_params"
+    # Found the pane, typed nothing: the details say so, as for every pane.run error (R4.1).
+    assert (error["details"]["submitted"], error["details"]["written"]) == (False, False)
+    refused = runtime.error("pane.prompt", {"pane_id": 1, "text": case.command})
+    assert refused["code"] == "invalid_params"
+    assert (refused["details"]["submitted"], refused["details"]["written"]) == (False, False)
     assert runtime.pane(1)["state_change_seq"] == before
