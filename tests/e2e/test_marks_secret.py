@@ -178,3 +178,27 @@ def test_marks_printed_in_a_shell_without_integration_change_nothing(rt: Runtime
     assert settled["ok"], json.dumps(settled)
     assert settled["result"]["state"] == "idle"
     assert time.monotonic() - started >= 1.9
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_an_exported_ps1_never_carries_the_secret_to_children(tmp_path: Path, shell: str) -> None:
+    """R6.1: a PS1 exported into the runtime's environment (a virtualenv's `activate` does
+    that) is un-exported once the marks are in it: no child sees the secret, and a nested
+    `bash --norc` prints no mark that could settle the pane while it runs."""
+    env = base_env(tmp_path)
+    env["PS1"] = "user-prompt> "
+    with started_runtime(env) as rt:
+        pane_id = shell_pane(rt, shell)
+        saved, out = tmp_path / "key.txt", tmp_path / "env.txt"
+        rt.run(pane_id, f"echo $__pebrel_key > {saved}; env > {out}")
+        key = saved.read_text().strip()
+        assert len(key) == 32
+        assert key not in out.read_text() and "133;" not in out.read_text()
+        sent = prompt(rt, pane_id, "bash --norc")
+        rt.wait_text(pane_id, "bash-")  # bash's own default prompt: no PS1 was inherited
+        early = wait_settled(rt, pane_id, sent["state_change_seq"], 800)
+        assert early["error"]["code"] == "timeout", json.dumps(early)
+        prompt(rt, pane_id, "exit")
+        settled = wait_settled(rt, pane_id, sent["state_change_seq"], 15_000)
+        assert settled["ok"], json.dumps(settled)
+        assert settled["result"]["state"] == "completed"

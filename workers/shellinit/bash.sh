@@ -78,11 +78,15 @@ if [[ -z ${__pebrel_installed-} ]]; then
             p=${p//"$__pebrel_mark_b"/}
             PS1=$__pebrel_mark_a$p$__pebrel_mark_b
             __pebrel_ps1=$PS1
+            # The marks carry the pane's secret: an exported PS1 (inherited from the
+            # environment) would hand it to every child.
+            export -n PS1
         fi
         if [[ -z ${__pebrel_ps0+set} || ${PS0-} != "$__pebrel_ps0" ]]; then
             p=${PS0-}
             PS0=${p//"$__pebrel_mark_c"/}$__pebrel_mark_c
             __pebrel_ps0=$PS0
+            export -n PS0
         fi
         return "$status"
     }

@@ -15,7 +15,7 @@
 
 typeset -g __pebrel_key=
 if [[ -n ${PEBREL_SHELL_KEY_FILE-} ]]; then
-    IFS= read -r __pebrel_key 2>/dev/null <$PEBREL_SHELL_KEY_FILE
+    { IFS= read -r __pebrel_key <$PEBREL_SHELL_KEY_FILE } 2>/dev/null
     zmodload -F zsh/files b:zf_rm 2>/dev/null && zf_rm -f -- $PEBREL_SHELL_KEY_FILE
 fi
 unset PEBREL_SHELL_KEY_FILE
@@ -61,6 +61,9 @@ fi
         if [[ -z ${__pebrel_ps1+set} || $PS1 != "$__pebrel_ps1" ]]; then
             PS1=${PS1//$__pebrel_mark_b/}$__pebrel_mark_b
             typeset -g __pebrel_ps1=$PS1
+            # The B mark carries the pane's secret: an exported PS1 (inherited from the
+            # environment) would hand it to every child.
+            typeset -g +x PS1
         fi
     }
 
