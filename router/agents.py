@@ -87,6 +87,9 @@ class NamedAgent:
     generation: int = 0
     status: Status = "starting"
     last_message: str | None = None
+    #: The pane's state_change_seq when last_message arrived (a wait that answers an earlier
+    #: transition does not pair it with a message written later).
+    message_seq: int | None = None
     last_state: TaskState = "idle"
     session_id: str | None = None
     #: The pane's state_change_seq when this agent's last session ended: later observations
@@ -172,6 +175,7 @@ class AgentRegistry:
         bound.session_id = None
         bound.ended_seq = None
         bound.last_message = None  # a final message belongs to the generation that wrote it
+        bound.message_seq = None
         session = AgentSession(bound.agent_id, kind, agents.generation, program)
         agents.session = session
         return session
@@ -189,6 +193,7 @@ class AgentRegistry:
         agents.bound.started_seq[agents.generation] = seq
         agents.bound.session_id = session_id
         agents.bound.last_message = None
+        agents.bound.message_seq = None
 
     def session_ended(self, agents: PaneAgents, seq: int) -> None:
         bound = agents.bound
@@ -296,13 +301,26 @@ def session_state(agents: PaneAgents) -> TaskState | None:
     return session.state
 
 
-def generation_at(agent: NamedAgent, seq: int) -> int:
-    """The generation of ``agent`` that was current at state_change_seq ``seq`` (its first
-    generation when ``seq`` comes before any of them)."""
-    begun = [gen for gen, start in agent.started_seq.items() if start <= seq]
-    if begun:
-        return max(begun)
-    return min(agent.started_seq, default=max(agent.generation, 1))
+def generation_at(
+    registry: AgentRegistry, agent: NamedAgent, seq: int
+) -> tuple[NamedAgent, int] | None:
+    """The agent generation that was current in ``agent``'s pane at state_change_seq ``seq``,
+    with the record it belongs to (which may be another agent's, e.g. an earlier start under
+    the same name); None when none was (the shell had the pane, or no agent had begun)."""
+    current: tuple[int, NamedAgent, int] | None = None
+    for record in registry.by_id.values():
+        if (record.window_id, record.pane_id) != (agent.window_id, agent.pane_id):
+            continue
+        for generation, start in record.started_seq.items():
+            if start <= seq and (current is None or start > current[0]):
+                current = (start, record, generation)
+    if current is None:
+        return None
+    _, record, generation = current
+    ended = record.ended_seq
+    if ended is not None and ended <= seq and generation == record.generation:
+        return None  # that session had ended by then
+    return record, generation
 
 
 def check_generation(agent: NamedAgent, agents: PaneAgents | None, generation: int | None) -> None:

@@ -158,6 +158,8 @@ class Runtime:
             self.state.registry.new_session_id(pa, session_id, pane.tracker.seq)
         applied = agents.apply_strong(pa, state, source, session_id, message, now)
         self.sync_agent_state(pane)
+        if applied and message is not None and pa.bound is not None:
+            pa.bound.message_seq = pane.tracker.seq
         if applied and state == "completed":
             for listener in self.turn_listeners:
                 listener(pane)

@@ -211,9 +211,23 @@ async def wait(rt: Runtime, params: AgentWaitParams) -> Result:
     after_seq: int | None = params.get("after_seq")
     generation = params.get("generation")
     if generation is None:
-        generation = (
-            agents.generation_at(agent, after_seq) if after_seq is not None else agent.generation
-        )
+        generation = agent.generation
+        if after_seq is not None:
+            at = agents.generation_at(rt.state.registry, agent, after_seq)
+            if at is not None and at[0] is not agent:
+                # The generation current at after_seq was an earlier agent's, in this pane.
+                raise PebrelError(
+                    ErrorCode.AGENT_REPLACED,
+                    "the agent generation current at after_seq is no longer current",
+                    {
+                        **identity(agent),
+                        "after_seq": after_seq,
+                        "requested_generation": at[1],
+                        "current_generation": agent.generation,
+                    },
+                )
+            if at is not None:
+                generation = at[1]
     agent, pane = bound(rt, agent.agent_id, generation)
     target = params["state"]
     deadline = time.monotonic() + params.get("timeout_ms", WAIT_DEFAULT_TIMEOUT_MS) / 1000
@@ -238,7 +252,12 @@ async def wait(rt: Runtime, params: AgentWaitParams) -> Result:
                 "state": state,
                 "state_change_seq": seq,
                 **pane_ids(pane),
-                "last_message": agent.last_message,
+                # Only a message that had arrived by that transition belongs to it.
+                "last_message": (
+                    agent.last_message
+                    if agent.message_seq is not None and agent.message_seq <= seq
+                    else None
+                ),
             }
         agents.check_generation(
             agent, pane.agents if rt.state.panes.get(pane.key) is pane else None, generation

@@ -163,6 +163,48 @@ def test_wait_never_answers_with_an_earlier_generation(tmp_path: Path) -> None:
         assert result["state"] == "completed"
 
 
+def test_spec_wait_line_after_a_restart_under_the_same_name(tmp_path: Path) -> None:
+    """R9.4: `agent wait NAME --after-seq N` (no --generation) after the name was started again
+    in the same pane: N from the first start's generation -> agent_replaced, never a silent
+    switch to the new record; a wait that answers an earlier transition does not carry a
+    message written after it."""
+    with started_runtime(fake_agents_env(tmp_path, FAKE_AGENT_WORK_MS="100")) as rt:
+        first = start_hooked(rt, "demo", "claude")
+        one = rt.ok("agent.prompt", {"agent": "demo", "text": "one"})
+        older = one["state_change_seq"]
+        rt.ok("agent.wait", {"agent": "demo", "state": "completed", "after_seq": older})
+        rt.ok("agent.prompt", {"agent": "demo", "text": "/exit"})
+        wait_for(lambda: get(rt, "demo")["status"] == "exited", 15, "generation 1 exited")
+        again = rt.ok(
+            "agent.start", {"name": "demo", "kind": "claude", "pane_id": first["pane_id"]}
+        )
+        assert again["agent_id"] != first["agent_id"] and again["generation"] == 2
+        begun = get(rt, "demo")["state_change_seq"]
+
+        replaced = rt.cli("agent", "wait", "demo", "--after-seq", str(older), "--timeout-ms", "500")
+        assert replaced.code == 1, replaced.stdout
+        error = replaced.json["error"]
+        assert error["code"] == "agent_replaced"
+        assert (
+            error["details"]["requested_generation"],
+            error["details"]["current_generation"],
+        ) == (
+            1,
+            2,
+        )
+
+        two = rt.ok("agent.prompt", {"agent": "demo", "text": "two"})
+        done = rt.ok(
+            "agent.wait",
+            {"agent": "demo", "state": "completed", "after_seq": two["state_change_seq"]},
+        )
+        assert (done["generation"], done["last_message"]) == (2, "final: two")
+        # The generation's first settled transition came before "two" was answered.
+        early = rt.ok("agent.wait", {"agent": "demo", "state": "settled", "after_seq": begun - 1})
+        assert early["state_change_seq"] < two["state_change_seq"]
+        assert early["last_message"] is None
+
+
 def test_start_line_not_typed_frees_the_name(tmp_path: Path) -> None:
     """R9.3: an agent.start whose start line could not be typed leaves the name exited, so a
     retry is not agent_name_conflict."""
