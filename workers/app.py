@@ -170,6 +170,8 @@ class Worker:
                     self.send(fact)
                     if isinstance(fact, m.ShellMarked):
                         self.prompt_writes.marked(fact.mark)
+                        if fact.mark == "C":
+                            self.screen_rules.command_started()
                         if fact.mark in PROMPT_MARKS:
                             self._started()
             else:

@@ -3,6 +3,11 @@
 Screen changes only mark the screen dirty; the rules run at most once per ``INTERVAL_S``
 (never per chunk of output), and a report goes out only when the matching rule changes.
 Nothing runs while no agent is in the foreground.
+
+Text an agent has not drawn is no evidence about it: the visible text when the shell started
+the command (its C mark) is kept, and while the screen still shows exactly that text after an
+agent took the terminal, no rule matches. So a previous agent's input prompt left on screen
+never makes a CLI that is still loading look ready (R9.3).
 """
 
 from __future__ import annotations
@@ -35,6 +40,14 @@ class ScreenRuleWatch:
         self.rule: Rule | None = None
         self._last = float("-inf")
         self._timer: asyncio.TimerHandle | None = None
+        #: The visible text when the shell last started a command.
+        self._at_command: str | None = None
+        #: That text while it is still on screen under the agent: it matches no rule.
+        self._stale: str | None = None
+
+    def command_started(self) -> None:
+        """The pane's shell started a command (C mark): keep what the screen shows now."""
+        self._at_command = self.read_text()
 
     def set_kind(self, kind: str | None) -> None:
         """The foreground agent kind changed (None: no agent); a match is dropped with it."""
@@ -42,6 +55,7 @@ class ScreenRuleWatch:
             return
         self.kind = kind
         self._cancel()
+        self._stale, self._at_command = (self._at_command if kind else None), None
         if self.rule is not None:
             self.rule = None
             self.report(None, None)
@@ -57,7 +71,11 @@ class ScreenRuleWatch:
     def evaluate(self) -> None:
         self._timer = None
         self._last = time.monotonic()
-        rule = match(self.rules, self.kind, self.read_text()) if self.kind else None
+        text = self.read_text() if self.kind else ""
+        if self._stale is not None and text != self._stale:
+            self._stale = None  # the agent has drawn: the screen is its own from now on
+        stale = self._stale is not None
+        rule = match(self.rules, self.kind, text) if self.kind and not stale else None
         if (rule.id if rule else None) == (self.rule.id if self.rule else None):
             return
         self.rule = rule

@@ -244,6 +244,23 @@ def test_slow_start_is_waited_for(tmp_path: Path, start_ms: str, mode: str) -> N
         assert "answer: ih" in pane
 
 
+def test_an_input_prompt_left_on_screen_is_no_readiness(tmp_path: Path) -> None:
+    """R9.3: a previous agent's input prompt still on screen (here printed by the shell) does
+    not make a CLI that is still loading ready: only what the new CLI draws counts."""
+    env = fake_agents_env(tmp_path, FAKE_AGENT_START_MS="2500", FAKE_AGENT_MODE="none")
+    with started_runtime(env) as rt:
+        rt.run(1, "clear; printf '? for shortcuts\\n'")
+        rt.wait_text(1, "? for shortcuts")
+        began = time.monotonic()
+        started = rt.ok("agent.start", {"name": "late", "kind": "claude", "pane_id": 1})
+        assert time.monotonic() - began >= 2.5
+        assert started["ready"] is True
+        assert (started["state_source"], started["state_rule"]) == ("screen", "claude.input")
+        result = rt.cli("agent", "send", "late", "hi", "--wait", "--timeout-ms", "20000")
+        assert result.code == 0, result.stdout
+        wait_for(lambda: "answer: ih" in rt.read_text(1), 10, "the prompt's answer")
+
+
 def test_not_ready_in_time_types_nothing(tmp_path: Path) -> None:
     """R9.3: an 8 s start against a 3 s ready_timeout_ms -> agent_ready_timeout with
     `ready: false`; a wider budget waits it out; orchestrate's agent_launch types its prompt

@@ -81,6 +81,28 @@ def test_program_status_message_round_trip() -> None:
     assert m.decode(m.encode(msg)) == msg
 
 
+def test_text_on_screen_before_the_command_matches_no_rule() -> None:
+    """R9.3: what the screen showed when the shell started the command is not the new
+    agent's; rules match again once the agent has drawn anything."""
+
+    async def main() -> None:
+        reports: list[tuple[str | None, str | None]] = []
+        screen = PaneScreen(60, 8)
+        watch = ScreenRuleWatch(
+            load_rules([]), screen.visible_text, lambda r, s: reports.append((r, s)), 0.01
+        )
+        screen.feed(b"Do you want to proceed?\r\n$ claude\r\n")
+        watch.command_started()
+        watch.set_kind("claude")
+        watch.evaluate()
+        assert reports == []
+        screen.feed(b"\x1b[2J\x1b[HDo you want to proceed?\r\n")
+        watch.evaluate()
+        assert reports == [("claude.proceed", "attention")]
+
+    asyncio.run(main())
+
+
 def test_screen_rules_are_coalesced_and_reported_on_change() -> None:
     async def main() -> None:
         reports: list[tuple[str | None, str | None]] = []
