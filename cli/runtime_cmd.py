@@ -4,34 +4,40 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import click
 
-from pebrel import entrypoints
+from pebrel import entrypoints, runtimelock
+from pebrel.cli import runtime_stop
 from pebrel.cli.options import pretty_option
 from pebrel.cli.output import EXIT_UNAVAILABLE, emit
 from pebrel.client import Client, RuntimeUnavailable, locate, unavailable_envelope
 from pebrel.datadir import (
     LOG_FILE,
     PORT_FILE,
+    RUNTIME_LOCK,
     START_LOCK,
     PortFileError,
     PortInfo,
     data_dir,
     ensure_data_dir,
-    pid_alive,
+    open_log,
+    open_private,
     read_port_file,
+    remove_port_file,
 )
 from pebrel.entrypoints import module_argv
 from pebrel.envelope import ok_response
 
 START_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 15.0
+#: `status` values: a runtime answers, runs but does not answer, or none runs (a stale
+#: runtime.port names a runtime that is gone).
+RUNNING, NOT_ANSWERING, STOPPED, STALE = "running", "not_answering", "stopped", "stale"
 
 
 def _info(info: PortInfo, status: str, **extra: Any) -> dict[str, Any]:
@@ -77,21 +83,30 @@ def start(foreground: bool, pretty: bool) -> None:
 
         router_main()
         return
-    with open(directory / START_LOCK, "a") as lock:
+    try:
+        lock = open_private(directory / START_LOCK, os.O_RDWR | os.O_CREAT)
+        log = open_log(directory / LOG_FILE)
+    except OSError as exc:
+        emit(unavailable_envelope(f"cannot start the runtime: {exc}"), pretty)
+        sys.exit(EXIT_UNAVAILABLE)
+    with os.fdopen(lock, "r+b"), log:
         fcntl.flock(lock, fcntl.LOCK_EX)
         running = _answering()
         if running is not None:
             emit(_info(running, "running", already_running=True), pretty)
             return
-        with open(directory / LOG_FILE, "ab") as log:
-            proc = subprocess.Popen(
-                module_argv(entrypoints.ROUTER),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                close_fds=True,
-                start_new_session=True,
-            )
+        pid = runtimelock.holder(directory, *_port_pid(directory))
+        if pid is not None:
+            emit(_not_answering(directory, pid), pretty)
+            sys.exit(EXIT_UNAVAILABLE)
+        proc = subprocess.Popen(
+            module_argv(entrypoints.ROUTER),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            close_fds=True,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -116,19 +131,44 @@ def start(foreground: bool, pretty: bool) -> None:
         sys.exit(EXIT_UNAVAILABLE)
 
 
+def _port_pid(directory: Path) -> list[int]:
+    try:
+        return [read_port_file(directory).pid]
+    except PortFileError:
+        return []
+
+
+def _not_answering(directory: Path, pid: int) -> dict[str, Any]:
+    """The envelope for a runtime that holds its lock but does not answer."""
+    who = f"the runtime (pid {pid})" if pid else "a runtime"
+    return unavailable_envelope(
+        f"{who} of {directory} is running but not answering; "
+        "`pebrel runtime stop` ends it and every process it started",
+        {"status": NOT_ANSWERING, "pid": pid or None},
+    )
+
+
 @runtime.command("status")
 @pretty_option
 def status(pretty: bool) -> None:
     """Report whether a runtime answers for this data dir (exit 3 if not)."""
+    directory = data_dir()
     try:
         info = locate()
     except RuntimeUnavailable as exc:
-        emit(unavailable_envelope(str(exc)), pretty)
+        pid = runtimelock.holder(directory, *_port_pid(directory))
+        if pid is not None:
+            emit(_not_answering(directory, pid), pretty)
+        else:
+            emit(unavailable_envelope(str(exc), {"status": STOPPED}), pretty)
         sys.exit(EXIT_UNAVAILABLE)
     if _answering() is None:
-        emit(
-            unavailable_envelope(f"process {info.pid} does not answer on port {info.port}"), pretty
-        )
+        pid = runtimelock.holder(directory, info.pid)
+        if pid is not None:
+            emit(_not_answering(directory, pid), pretty)
+        else:
+            message = f"stale runtime.port: process {info.pid} does not answer on port {info.port}"
+            emit(unavailable_envelope(message, {"status": STALE}), pretty)
         sys.exit(EXIT_UNAVAILABLE)
     emit(_info(info, "running"), pretty)
 
@@ -138,27 +178,40 @@ def status(pretty: bool) -> None:
 def stop(pretty: bool) -> None:
     """Stop the runtime and every process it started; succeed if none is running."""
     directory = data_dir()
+    if not directory.is_dir():
+        emit(ok_response(None, {"status": STOPPED, "was_running": False}), pretty)
+        return
     try:
-        info = read_port_file(directory)
+        lock = open_private(directory / START_LOCK, os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        emit(unavailable_envelope(f"cannot stop the runtime: {exc}"), pretty)
+        sys.exit(EXIT_UNAVAILABLE)
+    with os.fdopen(lock, "r+b"):
+        fcntl.flock(lock, fcntl.LOCK_EX)  # not while a `runtime start` is under way
+        emit(_stop(directory), pretty)
+
+
+def _stop(directory: Path) -> dict[str, Any]:
+    try:
+        info: PortInfo | None = read_port_file(directory)
     except PortFileError:
-        emit(ok_response(None, {"status": "stopped", "was_running": False}), pretty)
-        return
-    if _answering() is None:
-        # Not ours to signal: the pid may belong to another process by now.
+        info = None
+    pid = runtimelock.holder(directory, *([info.pid] if info else []))
+    if pid is None:  # no runtime runs: whatever a killed one left is removed
         (directory / PORT_FILE).unlink(missing_ok=True)
-        emit(ok_response(None, {"status": "stopped", "was_running": False, "stale": True}), pretty)
-        return
-    os.kill(info.pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while pid_alive(info.pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    forced = False
-    if pid_alive(info.pid):
-        forced = True
-        os.kill(info.pid, signal.SIGKILL)
-    emit(
-        ok_response(
-            None, {"status": "stopped", "was_running": True, "pid": info.pid, "forced": forced}
-        ),
-        pretty,
-    )
+        runtimelock.remove_ipc_dir(directory)
+        stale = {"stale": True} if info is not None else {}
+        return ok_response(None, {"status": STOPPED, "was_running": False, **stale})
+    if pid == 0:
+        return unavailable_envelope(
+            f"a runtime holds {directory / RUNTIME_LOCK} but could not be identified",
+            {"status": NOT_ANSWERING, "pid": None},
+        )
+    answering = info is not None and info.pid == pid and _answering() is not None
+    grace = runtime_stop.ANSWERING_GRACE_S if answering else runtime_stop.NOT_ANSWERING_GRACE_S
+    forced = runtime_stop.stop_tree(pid, grace)
+    if info is not None:
+        remove_port_file(directory, info.runtime_id)
+    runtimelock.remove_ipc_dir(directory)
+    result = {"status": STOPPED, "was_running": True, "pid": pid, "forced": forced}
+    return ok_response(None, {**result, "answered": answering})

@@ -115,10 +115,10 @@ class Client:
         return self.reader.readline().decode().strip()
 
 
-def unavailable_envelope(message: str) -> dict[str, Any]:
+def unavailable_envelope(message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
     from pebrel.errors import ErrorCode, PebrelError
 
-    return error_response(None, PebrelError(ErrorCode.RUNTIME_UNAVAILABLE, message))
+    return error_response(None, PebrelError(ErrorCode.RUNTIME_UNAVAILABLE, message, details))
 
 
 def timeout_envelope(exc: ClientTimeout) -> dict[str, Any]:

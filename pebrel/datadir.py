@@ -58,9 +58,57 @@ def data_dir_name() -> str:
 
 
 def ensure_data_dir() -> Path:
+    """The data dir, created if missing: it and every parent it creates are 0700 whatever the
+    umask (modes are set explicitly); an existing dir is left as it is."""
     path = data_dir()
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    missing = []
+    folder = path
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made by a concurrent start: not ours to chmod
+        os.chmod(folder, 0o700)
     return path
+
+
+class UnsafeFileError(OSError):
+    """A file of the data dir that Pebrel refuses to open (a symbolic link)."""
+
+
+def open_private(path: Path | str, flags: int) -> int:
+    """Open a file of the data dir (log, lock) as a descriptor, mode 0600 whatever the umask.
+
+    A symbolic link is never followed (O_NOFOLLOW): UnsafeFileError says so. A file the user
+    owns with a looser mode is tightened to 0600.
+    """
+    import errno
+
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeFileError(
+                errno.ELOOP, f"{path} is a symbolic link; Pebrel does not follow it (remove it)"
+            ) from exc
+        raise
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    except PermissionError:
+        pass  # another user's file: its owner decides its mode
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_log(path: Path | str) -> Any:
+    """`runtime.log` opened for appending (binary), through :func:`open_private`."""
+    return os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab")
 
 
 class PortInfo(NamedTuple):

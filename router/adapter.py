@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from pebrel import injection, proctree
+from pebrel import injection, logfile, proctree
 from pebrel import messages as m
 from pebrel.envelope import (
     MAX_REQUEST_LINE_BYTES,
@@ -373,10 +373,9 @@ class ClientProtocol(asyncio.Protocol):
 
 def main() -> None:
     config = json.loads(os.environ[CONFIG_ENV])
-    logging.basicConfig(
-        filename=config["log_path"],
-        level=os.environ.get("PEBREL_LOG_LEVEL", "INFO").upper(),
-        format=f"%(asctime)s frontend[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
+    logfile.configure(
+        config["log_path"],
+        f"%(asctime)s frontend[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
     )
     injection.install(injection.ADAPTER)
     proctree.set_parent_death_signal(signal.SIGTERM)

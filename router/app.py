@@ -4,7 +4,6 @@ frontend link (pebrel/link.py) for the frontend adapter."""
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import inspect
 import json
 import logging
@@ -23,13 +22,13 @@ from typing import Any
 
 import zmq
 
-from pebrel import PROTOCOL, __version__, entrypoints, injection, proctree
+from pebrel import PROTOCOL, __version__, entrypoints, injection, logfile, proctree, runtimelock
 from pebrel import messages as m
 from pebrel.datadir import (
     LOG_FILE,
-    RUNTIME_LOCK,
     PortInfo,
     ensure_data_dir,
+    open_log,
     remove_port_file,
     write_port_file,
 )
@@ -55,6 +54,7 @@ FRONTEND_ID = b"frontend"
 FRONTEND_CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
 STARTUP_TIMEOUT_S = 20.0
 EXIT_ALREADY_RUNNING = 3
+EXIT_UNSAFE_FILE = 4
 
 
 class RouterApp:
@@ -66,7 +66,7 @@ class RouterApp:
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.SNDHWM, 0)
         self.sock.setsockopt(zmq.RCVHWM, 0)
-        self.ipc_dir = tempfile.mkdtemp(prefix="pebrel-")
+        self.ipc_dir = tempfile.mkdtemp(prefix=runtimelock.IPC_PREFIX)
         self.endpoint = f"ipc://{self.ipc_dir}/router"
         self.sock.bind(self.endpoint)
         self.token = secrets.token_hex(32)
@@ -254,7 +254,7 @@ class RouterApp:
             }
         )
         try:
-            with open(self.data_dir / LOG_FILE, "ab") as log:
+            with open_log(self.data_dir / LOG_FILE) as log:
                 proc = subprocess.Popen(
                     module_argv(entrypoints.ADAPTER),
                     env=env,
@@ -355,17 +355,20 @@ class RouterApp:
 
 def main() -> None:
     data_dir = ensure_data_dir()
-    logging.basicConfig(
-        filename=str(data_dir / LOG_FILE),
-        level=os.environ.get("PEBREL_LOG_LEVEL", "INFO").upper(),
-        format=f"%(asctime)s router[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
-    )
-    lock = open(data_dir / RUNTIME_LOCK, "a")  # noqa: SIM115 - held for the process's life
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        logfile.configure(
+            str(data_dir / LOG_FILE),
+            f"%(asctime)s router[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
+        )
+        lock = runtimelock.hold(data_dir)  # held for the process's life
+    except OSError as exc:
+        print(f"pebrel: {exc}", file=sys.stderr)
+        sys.exit(EXIT_UNSAFE_FILE)
+    if lock is None:
         print(f"pebrel: a runtime is already running for {data_dir}", file=sys.stderr)
         sys.exit(EXIT_ALREADY_RUNNING)
+    if runtimelock.remove_ipc_dir(data_dir):  # left by a runtime that was killed
+        logger.info("removed the ipc dir of a runtime that did not stop cleanly")
     try:
         load_settings(data_dir)
     except SettingsError as exc:
@@ -375,4 +378,5 @@ def main() -> None:
     proctree.set_child_subreaper()
     proctree.request_short_slice()  # answer promptly while pane workers keep the cores busy
     app = RouterApp(data_dir)
+    runtimelock.write_record(lock, os.getpid(), app.ipc_dir)
     asyncio.run(app.run())

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from pebrel import entrypoints, proctree
+from pebrel.datadir import open_log
 from pebrel.entrypoints import module_argv
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.messages import MessageError
@@ -48,6 +49,8 @@ _CLOEXEC = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
 
 SPAWN_TIMEOUT_S = 10.0
 REPORT_TIMEOUT_S = 2.0
+#: How long the loop waits for the fork server's exit status once its pipe closed.
+EXIT_STATUS_WAIT_S = 0.5
 """How long a spawn waits for the new worker's report before answering without its shell."""
 
 
@@ -102,7 +105,10 @@ class _Spawn:
 
 class ForkServer:
     def __init__(
-        self, log_path: str, endpoint: str, on_exit: Callable[[int, int | None], None]
+        self,
+        log_path: str,
+        endpoint: str,
+        on_exit: Callable[[int, int | None, str | None], None],
     ) -> None:
         self.log_path = log_path
         self.endpoint = endpoint
@@ -127,7 +133,7 @@ class ForkServer:
         self.buffer = b""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
-            with open(self.log_path, "ab") as log, proctree.OWN_CHILDREN_LOCK:
+            with open_log(self.log_path) as log, proctree.OWN_CHILDREN_LOCK:
                 argv = [*module_argv(entrypoints.FORKSERVER), self.log_path, self.endpoint]
                 self.proc = subprocess.Popen(
                     [*argv, str(theirs.fileno())],
@@ -339,7 +345,7 @@ class ForkServer:
             os.close(fd)
             return
         self.alive.discard(record.pid)
-        self.on_exit(record.pid, record.returncode)
+        self.on_exit(record.pid, record.returncode, None)
         for waiting in self.pending.values():
             if waiting.pid == record.pid:
                 waiting.exited, waiting.returncode = True, record.returncode
@@ -352,16 +358,30 @@ class ForkServer:
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
             loop.remove_reader(self.proc.stdout.fileno())
-        logger.error("the fork server exited", extra={"returncode": self.proc.poll()})
+        reason = self._exit_reason()
+        logger.error(reason)
         self._drop_spares()
-        for pid in list(self.alive):
+        for pid in list(self.alive):  # they end with it (parent-death signal)
             self.alive.discard(pid)
-            self.on_exit(pid, None)
+            self.on_exit(pid, None, reason)
         for spawn in self.pending.values():
             if not spawn.fut.done():
                 spawn.fut.set_exception(
                     PebrelError(ErrorCode.ACTION_FAILED, "the fork server exited")
                 )
+
+    def _exit_reason(self) -> str:
+        """What ended the fork server, for the panes that end with it (docs/protocol.md)."""
+        assert self.proc is not None
+        code = self.proc.poll()
+        if code is None:  # its pipe closed as it exited: its status follows at once
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = self.proc.wait(EXIT_STATUS_WAIT_S)
+        if code is None:
+            return "the fork server closed its pipe"
+        if code < 0:
+            return f"the fork server exited (killed by signal {-code})"
+        return f"the fork server exited (status {code})"
 
     def close(self) -> None:
         """Stop reading and close its stdin, which ends it (call on the loop's thread)."""

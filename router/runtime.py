@@ -182,7 +182,7 @@ class Runtime:
         pane.tracker.exited(exit_code)
         logger.info("pane exited", extra={"window_id": pane.window_id, "pane_id": pane.pane_id})
 
-    def link_gone(self, link: WorkerLink) -> None:
+    def link_gone(self, link: WorkerLink, reason: str | None = None) -> None:
         link.dead = True
         link.gone.set()
         links.fail_pending(link)
@@ -192,11 +192,12 @@ class Runtime:
         if pane is None or self.closing:
             return
         code = link.proc.returncode
-        reason = (
-            f"pane worker killed by signal {-code}"
-            if code is not None and code < 0
-            else f"pane worker exited with status {code}"
-        )
+        if reason is None:
+            reason = (
+                f"pane worker killed by signal {-code}"
+                if code is not None and code < 0
+                else f"pane worker exited with status {code}"
+            )
         if not pane.exited:
             self.mark_exited(pane, None, reason)
         # The shell and its children were re-parented to us (subreaper): end them.
@@ -208,12 +209,13 @@ class Runtime:
         self.background.add(fut)
         fut.add_done_callback(self.background.discard)
 
-    def worker_exited(self, pid: int, returncode: int | None) -> None:
-        """The fork server reported that a pane worker ended."""
+    def worker_exited(self, pid: int, returncode: int | None, reason: str | None = None) -> None:
+        """The fork server reported that a pane worker ended (`reason` overrides the one its
+        status gives: the fork server's own exit, whose workers end with it)."""
         for link in list(self.links.values()):
             if link.proc.pid == pid and not link.dead:
                 link.proc.returncode = returncode
-                self.link_gone(link)
+                self.link_gone(link, reason)
                 return
         # Not a known link's: a spawn still in flight hears of it from the fork server.
 

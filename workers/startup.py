@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import zmq
 
+from pebrel import logfile, proctree
 from pebrel import messages as m
-from pebrel import proctree
 from pebrel.messages import MessageError
 from pebrel.messages.forkserver import ShellReported, SpawnWorker, decode_line, encode_line
 from pebrel.workers.app import STOP_SIGNALS, Worker
@@ -33,10 +33,8 @@ logger = logging.getLogger(__name__)
 
 def configure_logging(log_path: str) -> None:
     """Log to the runtime log, one line per record, tagged with the worker's pid."""
-    logging.basicConfig(
-        filename=log_path,
-        level=os.environ.get("PEBREL_LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s worker[%(process)d] %(levelname)s %(name)s: %(message)s",
+    logfile.configure(
+        log_path, "%(asctime)s worker[%(process)d] %(levelname)s %(name)s: %(message)s"
     )
 
 

@@ -41,7 +41,7 @@ RECEIVERS: Mapping[str, str] = {
     "flow": "pebrel.router.handlers.orchestrate.Workflow",
 }
 #: Receivers (by name) of calls into other libraries, never into the scanned code.
-FOREIGN = frozenset({"gone", "channel", "ours", "theirs"})
+FOREIGN = frozenset({"gone", "channel", "ours", "theirs", "proc"})  # proc: a Popen
 #: A function awaiting futures that the functions after it fail (`set_exception`).
 FUTURE_FAILURES: Mapping[str, tuple[str, ...]] = {
     # A worker that exits before it connects fails `link.started` (action_failed); one that

@@ -34,7 +34,9 @@ pytestmark = pytest.mark.timeout(30)
 
 def _server() -> tuple[ForkServer, list[tuple[int, int | None]]]:
     exits: list[tuple[int, int | None]] = []
-    server = ForkServer("unused.log", "ipc://unused", lambda pid, code: exits.append((pid, code)))
+    server = ForkServer(
+        "unused.log", "ipc://unused", lambda pid, code, why: exits.append((pid, code))
+    )
     return server, exits
 
 
@@ -199,7 +201,9 @@ def test_a_restart_before_the_old_servers_eof_still_reports_its_workers(tmp_path
     async def test() -> None:
         exits: list[int] = []
         server = ForkServer(
-            str(tmp_path / "log"), f"ipc://{tmp_path}/none", lambda pid, code: exits.append(pid)
+            str(tmp_path / "log"),
+            f"ipc://{tmp_path}/none",
+            lambda pid, code, why: exits.append(pid),
         )
         server.start()
         try:
