@@ -12,6 +12,9 @@ from pebrel.router.handlers import Handler, Result
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane, Window
 
+#: A split's share range (the schema's for pane.resize's ``ratio``).
+RATIO_MIN, RATIO_MAX = 0.05, 0.95
+
 
 def zoom_pane(rt: Runtime, pane: Pane, zoomed: bool) -> Result:
     """Explicit, idempotent zoom: `zoomed` zooms this pane, else unzooms the tab."""
@@ -50,6 +53,12 @@ def resize_pane(rt: Runtime, pane: Pane, ratio: float) -> Result:
             {"window_id": pane.window_id, "pane_id": pane.pane_id},
         )
     ratio = round(float(ratio), 6)
+    if not RATIO_MIN <= ratio <= RATIO_MAX:  # also NaN: nothing changes unless it holds
+        raise PebrelError(
+            ErrorCode.INVALID_PARAMS,
+            f"params.ratio: must be a number from {RATIO_MIN} to {RATIO_MAX}",
+            {"field": "ratio", "method": "pane.resize"},
+        )
     tab.root = layout.set_ratio(tab.root, pane.pane_id, ratio)
     sizing.resize_tab(rt, window, tab)
     rt.commit()
