@@ -12,8 +12,9 @@ import pytest
 from pebrel import messages as m
 from pebrel.errors import PebrelError
 from pebrel.router import layout
-from pebrel.router.handlers.layout_ops import resize_pane
+from pebrel.router.handlers.layout_ops import RATIO_MAX, RATIO_MIN, resize_pane
 from pebrel.router.state import Pane
+from pebrel.schema import load_schema
 from tests.unit.router_stub import one_pane_runtime
 
 pytestmark = pytest.mark.timeout(30)
@@ -42,3 +43,8 @@ def test_a_bad_ratio_changes_nothing(tmp_path: Path, ratio: float) -> None:
         assert isinstance(tab.root, layout.Split) and tab.root.ratio == 0.25
 
     asyncio.run(scenario())
+
+
+def test_the_ratio_range_is_the_schemas() -> None:
+    ratio = load_schema()["methods"]["pane.resize"]["params"]["properties"]["ratio"]
+    assert (ratio["minimum"], ratio["maximum"]) == (RATIO_MIN, RATIO_MAX)
