@@ -126,6 +126,18 @@ def peek_id(obj: object) -> RequestId:
     return None
 
 
+def _no_constant(name: str) -> Any:
+    """``json.loads``'s ``parse_constant``: NaN, Infinity and -Infinity are not JSON (RFC 8259)
+    and no param takes them, so a line holding one is refused before anything reads it."""
+    from pebrel.errors import ErrorCode, PebrelError
+
+    raise PebrelError(
+        ErrorCode.INVALID_REQUEST,
+        f"request line is not valid JSON: {name} is not a JSON number",
+        {"constant": name},
+    )
+
+
 def parse_request(line: bytes) -> Request:
     """Parse one request line; raise PebrelError (invalid_request / protocol_version_mismatch)."""
     # Imported here, not at the top: every CLI call imports this module and errors pulls in
@@ -133,7 +145,7 @@ def parse_request(line: bytes) -> Request:
     from pebrel.errors import ErrorCode, PebrelError
 
     try:
-        obj = json.loads(line)
+        obj = json.loads(line, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise PebrelError(ErrorCode.INVALID_REQUEST, "request line is not valid JSON") from exc
     if not isinstance(obj, dict):

@@ -8,6 +8,7 @@ covers the keywords the schema uses; jsonschema checks the whole file in the tes
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from functools import cache
@@ -70,6 +71,8 @@ def _check(value: Any, schema: dict[str, Any], path: str) -> str | None:
         return f"{path}: must be {schema['const']!r}"
     if "enum" in schema and value not in schema["enum"]:
         return f"{path}: must be one of {', '.join(map(str, schema['enum']))}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path}: must be a finite number"  # NaN passes every range check
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             return f"{path}: must be >= {schema['minimum']}"
@@ -108,6 +111,68 @@ def _check(value: Any, schema: dict[str, Any], path: str) -> str | None:
     return None
 
 
+def invalid(method: str, problem: str) -> PebrelError:
+    """invalid_params for ``problem`` ("params.<field>: what is wrong"); ``details.field`` names
+    the field (its path below params: ``pane_id``, ``keys[2]``), absent for params itself."""
+    details: dict[str, Any] = {"method": method, "problem": problem}
+    where = problem.split(":", 1)[0]
+    if where.startswith("params."):
+        details["field"] = where.removeprefix("params.")
+    return PebrelError(ErrorCode.INVALID_PARAMS, problem, details)
+
+
+#: What the links between Pebrel's processes carry (msgpack): integers of 64 bits at most.
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
+
+
+def _unencodable(value: Any, path: str) -> str | None:
+    """The first value within ``value`` the processes' links cannot carry, as a problem."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value > INT_MAX:
+            return f"{path}: must be <= {INT_MAX} (integers must fit in 64 bits)"
+        if value < INT_MIN:
+            return f"{path}: must be >= {INT_MIN} (integers must fit in 64 bits)"
+    elif isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{path}: must be valid Unicode (it holds a lone surrogate)"
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = _unencodable(item, f"{path}[{index}]")
+            if problem:
+                return problem
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            problem = _unencodable(key, f"{path} key") or _unencodable(item, f"{path}.{key}")
+            if problem:
+                return problem
+    return None
+
+
+def unencodable_params(
+    method: str, params: dict[str, Any], request_id: object = None
+) -> PebrelError:
+    """invalid_params for params the frontend could not pass on to the router: what the schema
+    says of them if it refuses them, else the value out of the links' range, by field (an
+    id or a method name the links cannot carry is invalid_request)."""
+    for name, value in (("id", request_id), ("method", method)):
+        problem = _unencodable(value, name)
+        if problem:
+            return PebrelError(ErrorCode.INVALID_REQUEST, problem)
+    try:
+        validate_params(method, params)
+    except PebrelError as exc:
+        return exc
+    except RecursionError:
+        return invalid(method, "params: nested too deeply")
+    problem = _unencodable(params, "params") or (
+        "params: hold a value out of range (integers must fit in 64 bits, "
+        "strings must be valid Unicode)"
+    )
+    return invalid(method, problem)
+
+
 _VALID_MAX = 4096
 # Params already found valid, keyed with each value's type (True == 1, but a bool is no integer).
 _valid: set[tuple[Any, ...]] = set()
@@ -135,7 +200,7 @@ def validate_params(method: str, params: dict[str, Any]) -> None:
         )
     problem = _check(params, spec["params"], "params")
     if problem:
-        raise PebrelError(ErrorCode.INVALID_PARAMS, problem, {"method": method, "problem": problem})
+        raise invalid(method, problem)
     if key is not None:
         if len(_valid) >= _VALID_MAX:
             _valid.clear()

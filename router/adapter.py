@@ -38,6 +38,7 @@ from pebrel.envelope import (
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
 from pebrel.router.answers import REUSABLE_METHODS, AnswerCache, request_key
+from pebrel.schema import unencodable_params
 
 logger = logging.getLogger(__name__)
 
@@ -141,14 +142,7 @@ class Frontend:
             self.answers.answered(slot, None)
             # msgpack cannot carry it: an integer beyond 64 bits, a lone surrogate, ...
             self.reply_error(
-                conn,
-                request.id,
-                PebrelError(
-                    ErrorCode.INVALID_PARAMS,
-                    "params hold a value out of range (integers must fit in 64 bits, "
-                    "strings must be valid Unicode)",
-                    {"method": request.method},
-                ),
+                conn, request.id, unencodable_params(request.method, request.params, request.id)
             )
         return True
 

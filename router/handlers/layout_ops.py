@@ -11,6 +11,10 @@ from pebrel.router import layout, sizing
 from pebrel.router.handlers import Handler, Result
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane, Window
+from pebrel.schema import invalid
+
+#: A split's share range (the schema's for pane.resize's ``ratio``).
+RATIO_MIN, RATIO_MAX = 0.05, 0.95
 
 
 def zoom_pane(rt: Runtime, pane: Pane, zoomed: bool) -> Result:
@@ -50,6 +54,8 @@ def resize_pane(rt: Runtime, pane: Pane, ratio: float) -> Result:
             {"window_id": pane.window_id, "pane_id": pane.pane_id},
         )
     ratio = round(float(ratio), 6)
+    if not RATIO_MIN <= ratio <= RATIO_MAX:  # also NaN: nothing changes unless it holds
+        raise invalid("pane.resize", f"params.ratio: must be from {RATIO_MIN} to {RATIO_MAX}")
     tab.root = layout.set_ratio(tab.root, pane.pane_id, ratio)
     sizing.resize_tab(rt, window, tab)
     rt.commit()

@@ -70,6 +70,8 @@ async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
     kept = pane.reads.get(lines)
     if kept is not None:
         renew_watch(rt, pane)
+    elif pane.exited and pane.key not in rt.links:
+        return last_read(pane, lines)
     else:
         # Kept until the worker reports a change; it reports one before any message about
         # the output that made it, so a read after a completed wait is never stale. A change
@@ -88,6 +90,28 @@ async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
                 pane.reads.clear()  # a client varying `lines` must not pile up answers
             pane.reads[lines] = kept
     return kept
+
+
+def last_read(pane: Pane, lines: int) -> KeptRead:
+    """A read of a pane whose worker is gone (killed, say): nothing holds its screen any more
+    but the reads the router kept, which stay as they were when it died. The largest answers
+    every ``lines``: its last ``lines`` lines (the same a worker read of ``lines`` would have
+    answered), or all of it when fewer; none when no read was kept since the screen last
+    changed. Not kept itself (kept reads are only dropped, never replaced, once it died)."""
+    largest = max(
+        (kept.reply for kept in pane.reads.values()), key=lambda r: len(r.lines), default=None
+    )
+    if largest is None:
+        return KeptRead(m.ScreenRead(request_id=0, lines=[], history_available=0, truncated=False))
+    return KeptRead(
+        m.ScreenRead(
+            request_id=0,
+            lines=largest.lines[-lines:],
+            history_available=largest.history_available,
+            truncated=largest.truncated or lines < len(largest.lines),
+            reports=largest.reports,
+        )
+    )
 
 
 def renew_watch(rt: Runtime, pane: Pane) -> None:

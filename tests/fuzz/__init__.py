@@ -1,0 +1,1 @@
+"""Fuzzing of the control protocol from its schema (#15)."""
