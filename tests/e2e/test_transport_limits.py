@@ -82,7 +82,10 @@ def test_a_client_that_never_reads_is_paused_and_others_are_served(runtime: Runt
         probe.send_raw(line)
         answer_size = len(probe.read_line())
     assert answer_size * count > 10 * (adapter_limits.MAX_UNSENT_ANSWER_BYTES + 2 * MIB)
-    pad = "p" * 2048  # requests big enough to fill the kernel's buffers behind a paused reader
+    # Requests enough to fill the kernel's buffers (the adapter's receive buffer grows up to
+    # tcp_rmem's maximum) behind a paused reader: the sender then stays blocked.
+    rmem_max = int(Path("/proc/sys/net/ipv4/tcp_rmem").read_text().split()[2])
+    pad = "p" * max(2048, 2 * rmem_max // count)
     requests = b"".join(
         line.replace(b'"id": 1', f'"id": "{pad}-{index}"'.encode()) for index in range(count)
     )
