@@ -77,6 +77,8 @@ class Frontend:
         self.stop = asyncio.Event()
         #: Bytes held by connections not authenticated yet (their partial first lines).
         self.unauthenticated_bytes = 0
+        #: Connections not authenticated yet, oldest first.
+        self.unauthenticated: dict[int, Connection] = {}
         self.answers = AnswerCache()  # router/answers.py
         self.from_router: dict[type[m.Message], Callable[[Any], None]] = {
             m.RequestAnswered: self.request_answered,

@@ -38,7 +38,13 @@ def max_connections() -> int:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return MAX_CONNECTIONS
-    return max(1, min(MAX_CONNECTIONS, soft - FD_RESERVE))
+    return max(2, min(MAX_CONNECTIONS, soft - FD_RESERVE))
+
+
+def max_unauthenticated() -> int:
+    """Connections not authenticated yet at most (half the cap): past it the oldest is closed,
+    so sockets that never authenticate cannot fill the cap and lock everyone out."""
+    return max_connections() // 2
 
 
 class RateLimitedLog:

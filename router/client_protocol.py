@@ -42,6 +42,13 @@ class ClientProtocol(asyncio.Protocol):
             return
         self.transport.set_write_buffer_limits(high=limits.MAX_UNSENT_ANSWER_BYTES)
         self.conn = self.frontend.opened(self.transport, self.wake)
+        waiting = self.frontend.unauthenticated
+        waiting[self.conn.connection_id] = self.conn
+        if len(waiting) > limits.max_unauthenticated():
+            limits.log.warning("evicted", "connection closed: too many unauthenticated ones")
+            oldest = waiting.pop(next(iter(waiting)))
+            oldest.transport.abort()
+            self.frontend.closed(oldest)  # out of the cap's count now, not a loop turn later
         self.deadline = asyncio.get_running_loop().call_later(
             limits.AUTH_DEADLINE_S, self.auth_expired
         )
@@ -52,6 +59,7 @@ class ClientProtocol(asyncio.Protocol):
         self.frontend.unauthenticated_bytes -= self.counted
         self.counted = 0
         if self.conn is not None:
+            self.frontend.unauthenticated.pop(self.conn.connection_id, None)
             self.frontend.closed(self.conn)
 
     def auth_expired(self) -> None:
@@ -142,6 +150,8 @@ class ClientProtocol(asyncio.Protocol):
             if not self.frontend.on_line_guarded(conn, line.rstrip(b"\r")):
                 transport.close()
                 break
+        if conn.authenticated:
+            self.frontend.unauthenticated.pop(conn.connection_id, None)
         counted = 0 if conn.authenticated else len(buffer)
         self.frontend.unauthenticated_bytes += counted - self.counted
         self.counted = counted

@@ -197,11 +197,12 @@ def test_partial_first_lines_are_refused_past_the_budget(runtime: Runtime) -> No
 def test_connections_past_the_cap_are_closed_at_once(injected_runtime: Runtime) -> None:
     rt = injected_runtime
     info = port_info(rt)
-    held = [Wire(rt) for _ in range(8)]
+    held: list[Wire] = []
     extra: list[socket.socket] = []
     try:
-        for wire in held:
-            assert wire.call("runtime.describe")["ok"]
+        for _ in range(8):
+            held.append(Wire(rt))
+            assert held[-1].call("runtime.describe")["ok"]
         for _ in range(30):
             extra.append(socket.create_connection(("127.0.0.1", info["port"])))
         assert all(closed_by_server(sock, 5) for sock in extra)
@@ -214,6 +215,25 @@ def test_connections_past_the_cap_are_closed_at_once(injected_runtime: Runtime) 
             sock.close()
     log = runtime_log(rt)
     assert log.count("connection cap") <= 2, log[-2000:]
+
+
+@pytest.mark.parametrize("injected_runtime", ["few_connections"], indirect=True)
+def test_idle_unauthenticated_sockets_cannot_fill_the_cap(injected_runtime: Runtime) -> None:
+    """Unauthenticated connections take at most half the cap (4 of 8 here): past it the oldest
+    is closed, so a crowd of idle sockets never locks an authenticated client out."""
+    rt = injected_runtime
+    info = port_info(rt)
+    idle = [socket.create_connection(("127.0.0.1", info["port"])) for _ in range(20)]
+    try:
+        assert all(closed_by_server(sock, 5) for sock in idle[:16])
+        for attempt in range(3):
+            with Wire(rt) as wire:
+                assert wire.call("runtime.describe", request_id=attempt)["ok"]
+    finally:
+        for sock in idle:
+            sock.close()
+    log = runtime_log(rt)
+    assert log.count("too many unauthenticated") <= 2, log[-2000:]
 
 
 def _answers(rt: Runtime) -> bool:
