@@ -66,8 +66,10 @@ class RateLimitedLog:
 
     def warning(self, kind: str, message: str) -> None:
         held = self.allow(kind)
-        if held is not None:
-            logger.warning("%s (%d more like it not logged)", message, held)
+        if held:
+            logger.warning("%s (and %d more not logged)", message, held)
+        elif held is not None:
+            logger.warning("%s", message)
 
     def loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """The loop's exception handler: accept errors (EMFILE) and the like, rate-limited."""

@@ -236,6 +236,41 @@ def test_idle_unauthenticated_sockets_cannot_fill_the_cap(injected_runtime: Runt
     assert log.count("too many unauthenticated") <= 2, log[-2000:]
 
 
+@pytest.mark.parametrize("injected_runtime", ["few_fds"], indirect=True)
+def test_running_out_of_descriptors_is_logged_briefly_and_recovered(
+    injected_runtime: Runtime,
+) -> None:
+    """EMFILE on accept: the clients past it wait in the backlog and are served once others
+    leave; runtime.log says so in a line or two, not one per retry."""
+    rt = injected_runtime
+    info = port_info(rt)
+    with Wire(rt) as probe:
+        line = probe.request_line("runtime.describe")
+    held: list[Wire] = []
+    waiting: list[socket.socket] = []
+    try:
+        for attempt in range(32):  # authenticated one after the other: within the limit
+            held.append(Wire(rt))
+            assert held[-1].call("runtime.describe", request_id=attempt)["ok"]
+        for _ in range(24):  # past the limit: accept() fails with EMFILE, they wait
+            waiting.append(socket.create_connection(("127.0.0.1", info["port"])))
+            waiting[-1].sendall(line)
+        wait_for(lambda: "out of system resource" in runtime_log(rt), 10, "EMFILE logged")
+        for attempt in range(20):  # the connections it holds are served meanwhile
+            assert held[0].call("runtime.describe", request_id=attempt)["ok"]
+        for wire in held:
+            wire.close()
+        for sock in waiting:  # accepted once descriptors are free again
+            sock.settimeout(10)
+            assert json.loads(sock.makefile("rb").readline())["ok"]
+    finally:
+        for wire in held:
+            wire.close()
+        for sock in waiting:
+            sock.close()
+    assert runtime_log(rt).count("out of system resource") <= 2
+
+
 def _answers(rt: Runtime) -> bool:
     with Wire(rt) as wire:
         wire.send("runtime.describe")
