@@ -19,12 +19,14 @@ import signal
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from pebrel import injection, logfile, proctree
 from pebrel import messages as m
 from pebrel.envelope import (
-    MAX_REQUEST_LINE_BYTES,
+    answer as answer_envelope,
+)
+from pebrel.envelope import (
     dump_line,
     error_response,
     event_line,
@@ -32,12 +34,11 @@ from pebrel.envelope import (
     parse_request,
     peek_id,
 )
-from pebrel.envelope import (
-    answer as answer_envelope,
-)
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
+from pebrel.router import adapter_limits as limits
 from pebrel.router.answers import REUSABLE_METHODS, AnswerCache, request_key
+from pebrel.router.client_protocol import ClientProtocol
 from pebrel.schema import unencodable_params
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,10 @@ class Connection:
     subscribe_pending: set[Any] = field(default_factory=set)
     subscribed: bool = False
     last_revision: int = -1
+    #: Requests sent to the router and not answered yet.
+    in_flight: int = 0
+    #: Called when an answer came back: the connection may read its next requests.
+    wake: Callable[[], None] = lambda: None
 
 
 class Frontend:
@@ -71,6 +76,10 @@ class Frontend:
         self.ids = itertools.count(1)
         self.legacy_ids = itertools.count(1)
         self.stop = asyncio.Event()
+        #: Bytes held by connections not authenticated yet (their partial first lines).
+        self.unauthenticated_bytes = 0
+        #: Connections not authenticated yet, oldest first.
+        self.unauthenticated: dict[int, Connection] = {}
         self.answers = AnswerCache()  # router/answers.py
         self.from_router: dict[type[m.Message], Callable[[Any], None]] = {
             m.RequestAnswered: self.request_answered,
@@ -85,8 +94,8 @@ class Frontend:
             logger.warning("router unreachable, message dropped", extra={"type": message.type})
 
     # -- client side -------------------------------------------------------------------------------
-    def opened(self, transport: asyncio.WriteTransport) -> Connection:
-        conn = Connection(next(self.ids), transport)
+    def opened(self, transport: asyncio.WriteTransport, wake: Callable[[], None]) -> Connection:
+        conn = Connection(next(self.ids), transport, wake=wake)
         self.connections[conn.connection_id] = conn
         return conn
 
@@ -99,6 +108,9 @@ class Frontend:
         try:
             return self.on_line(conn, line)
         except Exception:
+            if not conn.authenticated:  # silent, as for any first line that is not accepted
+                limits.log.warning("unauthenticated", "unreadable first line refused")
+                return False
             error = internal_error()
             logger.exception("frontend failed on a request line", extra=error.details)
             self.reply_error(conn, None, error)
@@ -128,6 +140,7 @@ class Frontend:
                     return True
                 slot = self.answers.slot(key)
         try:
+            conn.in_flight += 1
             self.to_router(
                 m.HandleRequest(
                     connection_id=conn.connection_id,
@@ -139,6 +152,7 @@ class Frontend:
                 )
             )
         except (OverflowError, ValueError, TypeError, RecursionError):
+            conn.in_flight -= 1
             self.answers.answered(slot, None)
             # msgpack cannot carry it: an integer beyond 64 bits, a lone surrogate, ...
             self.reply_error(
@@ -176,7 +190,11 @@ class Frontend:
         return True
 
     def token_ok(self, token: object) -> bool:
-        return isinstance(token, str) and hmac.compare_digest(token.encode(), self.token.encode())
+        if not isinstance(token, str):
+            return False
+        # surrogatepass: a lone surrogate ("\\ud800") is a wrong token, not an encoding failure.
+        given = token.encode("utf-8", "surrogatepass")
+        return hmac.compare_digest(given, self.token.encode())
 
     def on_legacy(self, conn: Connection, line: bytes) -> bool:
         parts = line.decode("utf-8", errors="replace").split(" ", 2)
@@ -188,6 +206,7 @@ class Frontend:
             return True
         request_id = f"legacy-{next(self.legacy_ids)}"
         conn.legacy_pending.add(request_id)
+        conn.in_flight += 1
         params = {"cwd": parts[2]} if len(parts) > 2 and parts[2] else {}
         self.to_router(
             m.HandleRequest(
@@ -233,6 +252,8 @@ class Frontend:
         conn = self.connections.get(answer.connection_id)
         if conn is None:
             return
+        conn.in_flight -= 1
+        conn.wake()
         if isinstance(answer.request_id, str) and answer.request_id in conn.legacy_pending:
             conn.legacy_pending.discard(answer.request_id)
             if answer.ok and answer.result is not None:
@@ -282,9 +303,23 @@ class Frontend:
         )
         self.write(conn, dump_line(error_response(None, error)))
         conn.transport.close()
+        self.abort_unless_flushing(conn.transport, conn.transport.get_write_buffer_size())
+
+    def abort_unless_flushing(self, transport: asyncio.WriteTransport, unsent: int) -> None:
+        """Let a closing connection flush while the client reads; abort it once it stops."""
+
+        def check() -> None:
+            left = transport.get_write_buffer_size()
+            if left and left >= unsent:
+                transport.abort()
+            elif left:
+                self.abort_unless_flushing(transport, left)
+
+        asyncio.get_running_loop().call_later(limits.CLOSE_FLUSH_DEADLINE_S, check)
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(limits.log.loop_exception)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(sig, self.stop.set)
         # The router gone (its end of the link closed) stops this process too.
@@ -304,65 +339,6 @@ class Frontend:
         for conn in list(self.connections.values()):
             conn.transport.close()
         self.link.close()
-
-
-class ClientProtocol(asyncio.Protocol):
-    """One client connection: split JSON Lines and hand each line to the frontend.
-
-    A protocol rather than a stream reader: a request is handled in the callback that read
-    it, without a loop turn to wake a reading task.
-    """
-
-    def __init__(self, frontend: Frontend) -> None:
-        self.frontend = frontend
-        self.conn: Connection | None = None
-        self.buffer = bytearray()
-        self.discarding = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.conn = self.frontend.opened(cast(asyncio.Transport, transport))
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.conn is not None:
-            self.frontend.closed(self.conn)
-
-    def data_received(self, data: bytes) -> None:
-        conn = self.conn
-        assert conn is not None
-        if conn.transport.is_closing():
-            return
-        buffer = self.buffer
-        buffer += data
-        while True:
-            newline = buffer.find(b"\n")
-            if newline < 0:
-                if len(buffer) > MAX_REQUEST_LINE_BYTES:
-                    if not conn.authenticated:
-                        conn.transport.close()
-                        return
-                    self.discarding = True
-                    buffer.clear()
-                return
-            line = bytes(buffer[:newline])
-            del buffer[: newline + 1]
-            if self.discarding or len(line) > MAX_REQUEST_LINE_BYTES:
-                self.discarding = False
-                if not conn.authenticated:
-                    conn.transport.close()
-                    return
-                self.frontend.reply_error(
-                    conn,
-                    None,
-                    PebrelError(
-                        ErrorCode.INVALID_REQUEST,
-                        f"request line longer than {MAX_REQUEST_LINE_BYTES} bytes",
-                        {"limit_bytes": MAX_REQUEST_LINE_BYTES},
-                    ),
-                )
-                continue
-            if not self.frontend.on_line_guarded(conn, line.rstrip(b"\r")):
-                conn.transport.close()
-                return
 
 
 def main() -> None:
