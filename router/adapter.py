@@ -18,7 +18,6 @@ import os
 import signal
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from pebrel import injection, logfile, proctree
@@ -38,7 +37,7 @@ from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
 from pebrel.router import adapter_limits as limits
 from pebrel.router.answers import REUSABLE_METHODS, AnswerCache, request_key
-from pebrel.router.client_protocol import ClientProtocol
+from pebrel.router.client_protocol import ClientProtocol, Connection
 from pebrel.schema import unencodable_params
 
 logger = logging.getLogger(__name__)
@@ -49,21 +48,6 @@ PRINCIPAL_LEGACY = "legacy"
 #: Bytes a subscriber may leave unread before it is told `slow_consumer` and dropped
 #: (`PEBREL_SLOW_CONSUMER_BYTES` overrides it at runtime start).
 SLOW_CONSUMER_BYTES = int(os.environ.get("PEBREL_SLOW_CONSUMER_BYTES", 8 * 1024 * 1024))
-
-
-@dataclass(slots=True)
-class Connection:
-    connection_id: int
-    transport: asyncio.WriteTransport
-    authenticated: bool = False
-    legacy_pending: set[str] = field(default_factory=set)
-    subscribe_pending: set[Any] = field(default_factory=set)
-    subscribed: bool = False
-    last_revision: int = -1
-    #: Requests sent to the router and not answered yet.
-    in_flight: int = 0
-    #: Called when an answer came back: the connection may read its next requests.
-    wake: Callable[[], None] = lambda: None
 
 
 class Frontend:

@@ -10,14 +10,48 @@ leaves unread costs at most its own bound, and reading it later is ordinary writ
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, cast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
 
 from pebrel.envelope import MAX_REQUEST_LINE_BYTES
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.router import adapter_limits as limits
 
-if TYPE_CHECKING:
-    from pebrel.router.adapter import Connection, Frontend
+
+@dataclass(slots=True)
+class Connection:
+    connection_id: int
+    transport: asyncio.WriteTransport
+    authenticated: bool = False
+    legacy_pending: set[str] = field(default_factory=set)
+    subscribe_pending: set[Any] = field(default_factory=set)
+    subscribed: bool = False
+    last_revision: int = -1
+    #: Requests sent to the router and not answered yet.
+    in_flight: int = 0
+    #: Called when an answer came back: the connection may read its next requests.
+    wake: Callable[[], None] = lambda: None
+
+
+class Frontend(Protocol):
+    """What a connection needs of the frontend adapter (``pebrel.router.adapter.Frontend``)."""
+
+    connections: dict[int, Connection]
+    unauthenticated: dict[int, Connection]
+    unauthenticated_bytes: int
+
+    def opened(self, transport: asyncio.WriteTransport, wake: Callable[[], None]) -> Connection:
+        """Register a new connection."""
+
+    def closed(self, conn: Connection) -> None:
+        """Forget a connection that was closed."""
+
+    def on_line_guarded(self, conn: Connection, line: bytes) -> bool:
+        """Handle one request line; False closes the connection."""
+
+    def reply_error(self, conn: Connection, request_id: Any, error: PebrelError) -> None:
+        """Answer one request with an error."""
 
 
 class ClientProtocol(asyncio.Protocol):
