@@ -11,6 +11,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -47,19 +48,21 @@ def _type_ok(value: Any, name: str) -> bool:
     return isinstance(value, _TYPES[name])
 
 
-def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
-    ref = schema.get("$ref")
+def resolve(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with its ``$ref`` chain followed to the definition it names."""
+    node: Any = schema
+    ref = node.get("$ref")
     while ref is not None:
-        node: Any = load_schema()
+        node = load_schema()
         for part in ref.lstrip("#/").split("/"):
             node = node[part]
-        schema = node
-        ref = schema.get("$ref")
-    return schema
+        ref = node.get("$ref")
+    resolved: dict[str, Any] = node
+    return resolved
 
 
 def _check(value: Any, schema: dict[str, Any], path: str) -> str | None:
-    schema = _resolve(schema)
+    schema = resolve(schema)
     if "anyOf" in schema and all(_check(value, s, path) for s in schema["anyOf"]):
         return f"{path}: does not match any allowed form"
     types = schema.get("type")

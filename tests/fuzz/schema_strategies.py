@@ -16,7 +16,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pebrel.schema import load_schema
+from pebrel.schema import load_schema, resolve
 
 #: Small ranges that hit the runtime's real windows, tabs and panes most of the time.
 NEAR = 3
@@ -32,17 +32,6 @@ SCALARS: dict[str, st.SearchStrategy[Any]] = {
     "array": st.lists(st.integers(0, 3), max_size=3),
     "object": st.dictionaries(st.sampled_from("abc"), st.integers(0, 3), max_size=2),
 }
-
-
-def resolve(schema: Mapping[str, Any]) -> Mapping[str, Any]:
-    ref = schema.get("$ref")
-    while ref is not None:
-        node: Any = load_schema()
-        for part in ref.removeprefix("#/").split("/"):
-            node = node[part]
-        schema = node
-        ref = schema.get("$ref")
-    return schema
 
 
 def _integers(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
