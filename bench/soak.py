@@ -48,7 +48,7 @@ IDLE = 2  # idle shells; also the base panes of the two churn windows
 RUNNERS = 5
 AGENTS = 4  # 3 + 2 + 2 + 5 + 4 = 16 long-lived panes
 READERS, SNAPSHOTTERS, EXECUTORS, WAITERS, SUBSCRIBERS = 9, 4, 4, 2, 2  # + 5 + 4 + 2 = 32
-STABLE_KINDS = ("router", "adapter", "forkserver", "spare")
+STABLE_KINDS = ("router", "adapter", "forkserver")
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -182,7 +182,7 @@ class Soak:
     def loop(self) -> None:
         total = self.args.minutes * 60
         interval = self.args.sample_s
-        with open(self.args.jsonl, "a", encoding="utf-8") as out:
+        with open(self.args.jsonl, "w", encoding="utf-8") as out:
             next_minute, minute_start, index = 60.0, 0.0, 1
             while True:
                 elapsed = time.monotonic() - self.started
@@ -211,8 +211,7 @@ class Soak:
             kind = name.split()[0] if name.split()[0] in STABLE_KINDS else "pane worker"
             memory.setdefault(f"{kind} USS", []).append(uss)
             memory.setdefault(f"{kind} RSS", []).append(rss)
-            if kind != "spare":  # a new spare (a new pid) after every pane creation
-                fds.setdefault(f"{kind} fds", []).append(fd)
+            fds.setdefault(f"{kind} fds", []).append(fd)
 
         for kind in STABLE_KINDS:
             fill(kind, [(s.t, s.one(kind)) for s in self.samples])
@@ -238,8 +237,16 @@ class Soak:
                 f"{self.args.minutes} minutes (partial summary)",
             )
         self.notes.append(f"{self.stats.events} subscription events received")
-        spares = sum(1 for s in self.samples if s.kinds.get("spare"))
-        self.notes.append(f"a spare worker was seen in {spares} of {len(self.samples)} samples")
+        spares = [(s.t, s.kinds["spare"][0]) for s in self.samples if s.kinds.get("spare")]
+        spare = Series("spare", "MiB")
+        for t, usage in spares:
+            spare.add(t, usage.uss)
+        rate = spare.per_hour(warm)
+        self.notes.append(
+            f"the spare worker (a fresh fork after every pane creation, so not checked) was seen "
+            f"in {len(spares)} of {len(self.samples)} samples; its USS slope "
+            + ("n/a" if rate is None else f"{rate:+.2f} MiB/h")
+        )
         if self.cpu:
             mine = sum(c for c, _ in self.cpu) / len(self.cpu)
             machine = sum(c for _, c in self.cpu) / len(self.cpu)
@@ -251,7 +258,8 @@ class Soak:
 
         header = (
             f"Pebrel {__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; "
-            f"16 long-lived panes ({len(PRINTERS)} printers, {len(BURSTS)} bursty, {IDLE} idle, "
+            f"16 long-lived panes and the first window's ({len(PRINTERS)} printers, "
+            f"{len(BURSTS)} bursty, {IDLE} idle, "
             f"{RUNNERS} pane.run, {AGENTS} fake agents), 32 clients (think time "
             f"{self.args.think_s:g} s), tabs and panes created and closed continuously; "
             f"`python -m bench soak --minutes {self.args.minutes:g}`."

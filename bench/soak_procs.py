@@ -63,6 +63,7 @@ class Sample:
         return {
             kind: {
                 "count": len(found),
+                "pids": [u.pid for u in found],
                 "rss_mib": [round(u.rss, 2) for u in found],
                 "uss_mib": [round(u.uss, 2) for u in found],
                 "fds": [u.fds for u in found],
