@@ -1,4 +1,5 @@
-"""`python -m bench [--quick] [--reps N] [--out bench/RESULTS.md] [--only PHASE,...]`.
+"""`python -m bench [--quick] [--reps N] [--out bench/RESULTS.md] [--only PHASE,...]`, and
+`python -m bench soak [--minutes N] [--out FILE]`, the long soak (bench/soak.py).
 
 Only a full run (every phase, not --quick) writes bench/RESULTS.md by default: a partial run
 prints its table and writes a file only where --out says, so it never replaces the full table.
@@ -27,9 +28,16 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] == ["soak"]:
+        from bench import soak
+
+        return soak.main(args_in[1:])
     keys = [key for key, _, _ in PHASES]
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description="Pebrel side by side with tmux and the floor."
+        prog="python -m bench",
+        description="Pebrel side by side with tmux and the floor. "
+        "`python -m bench soak --help`: the long soak under mixed load.",
     )
     parser.add_argument("--quick", action="store_true", help="fewer reps, smaller files")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 7; quick 3)")
@@ -43,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", default="", help=f"comma-separated phases to run, of: {','.join(keys)}"
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_in)
     chosen = [k for k in args.only.split(",") if k] or keys
     unknown = set(chosen) - set(keys)
     if unknown:
