@@ -1,4 +1,5 @@
-"""`python -m bench [--quick] [--reps N] [--out bench/RESULTS.md] [--only PHASE,...]`.
+"""`python -m bench [--quick] [--reps N] [--out bench/RESULTS.md] [--only PHASE,...]`;
+`python -m bench fuzz [--minutes N]` runs the fuzz tests instead (bench/fuzz.py).
 
 Only a full run (every phase, not --quick) writes bench/RESULTS.md by default: a partial run
 prints its table and writes a file only where --out says, so it never replaces the full table.
@@ -27,6 +28,10 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv)[:1] == ["fuzz"]:
+        from bench import fuzz
+
+        return fuzz.main((sys.argv[1:] if argv is None else argv)[1:])
     keys = [key for key, _, _ in PHASES]
     parser = argparse.ArgumentParser(
         prog="python -m bench", description="Pebrel side by side with tmux and the floor."
