@@ -68,6 +68,7 @@ CREATING: dict[str, dict[str, Any]] = {
     "tab.new": CREATE,
     "pane.split": CREATE,
 }
+NEW_WINDOW = {"window.create": CREATE}
 CLOSING: dict[str, dict[str, Any]] = {"pane.close": {}, "tab.close": {}, "window.close": {}}
 LAYOUT: dict[str, dict[str, Any]] = {
     "pane.zoom": {},
@@ -101,6 +102,14 @@ OBSERVING: dict[str, dict[str, Any]] = {
     "agent.hook": {},
     "agent.prompt": {},
     "agent.paste": {},
+}
+#: Requests that may still run when a close of their pane arrives.
+RACING: dict[str, dict[str, Any]] = {
+    "pane.wait": {"timeout_ms": SHORT_WAIT, "after_seq": {"const": 1}},
+    "pane.exec": {"argv": {"enum": [["sleep", "0.2"], ["printf", "x"]]}, "timeout_ms": SHORT_RUN},
+    "pane.prompt": {},
+    "pane.read": {},
+    "pane.procs": {},
 }
 OVERRIDES = {**CREATING, **CLOSING, **LAYOUT, **INPUT, **EXEC, **OBSERVING}
 #: More panes than this and the creating rule rests (each pane is a worker and a `cat`).
@@ -169,14 +178,29 @@ class RuntimeMachine(RuleBasedStateMachine):
     # -- the wire ------------------------------------------------------------------------------
     def request(self, method: str, params: Any) -> dict[str, Any]:
         """Send one request; its answer must be one well-formed envelope."""
-        self.next_id += 1
-        pending = {self.next_id: method}
-        self.wire.send_raw(self.wire.request_line(method, params, self.next_id))
-        line = self.wire.read_line(ANSWER_DEADLINE_S)
-        assert line.endswith(b"\n"), f"connection closed; waiting for {method} {params!r}"
-        answer = parse(line)
-        check(answer, pending)
+        (answer,) = self.pipelined([(method, params)])
         return answer
+
+    def pipelined(self, requests: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+        """Send requests in one write; each must get exactly one well-formed envelope (in
+        any order). Returns the answers in the requests' order."""
+        pending: dict[Any, str] = {}
+        ids = []
+        lines = b""
+        for method, params in requests:
+            self.next_id += 1
+            ids.append(self.next_id)
+            pending[self.next_id] = method
+            lines += self.wire.request_line(method, params, self.next_id)
+        self.wire.send_raw(lines)
+        answers: dict[Any, dict[str, Any]] = {}
+        while pending:
+            line = self.wire.read_line(ANSWER_DEADLINE_S)
+            assert line.endswith(b"\n"), f"connection closed; waiting for {pending}"
+            answer = parse(line)
+            check(answer, pending)
+            answers[answer["id"]] = answer
+        return [answers[request_id] for request_id in ids]
 
     def expect_ok(self, method: str, params: Any) -> dict[str, Any]:
         answer = self.request(method, params)
@@ -193,20 +217,28 @@ class RuntimeMachine(RuleBasedStateMachine):
     # -- one step ------------------------------------------------------------------------------
     def step(self, method: str, params: Any) -> dict[str, Any]:
         """Send a request; follow it in the model if accepted, else check nothing changed."""
+        (answer,) = self.steps([(method, params)])
+        return answer
+
+    def steps(self, requests: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+        """:meth:`step` for requests pipelined on the connection (at most one of them may
+        change what the model follows: which ran first is not known)."""
         before = self.last
-        answer = self.request(method, params)
-        outcome = f"{method}: {'ok' if answer['ok'] else answer['error']['code']}"
-        self.harness.outcomes[outcome] += 1
+        answers = self.pipelined(requests)
         after = self.snapshot()
-        if answer["ok"]:
-            self.model.apply(method, params, answer["result"])
-        else:
-            assert stable(after) == stable(before), f"refused {method} changed the state"
+        for (method, params), answer in zip(requests, answers, strict=True):
+            outcome = "ok" if answer["ok"] else answer["error"]["code"]
+            self.harness.outcomes[f"{method}: {outcome}"] += 1
+            if answer["ok"]:
+                self.model.apply(method, params, answer["result"])
+        if not any(answer["ok"] for answer in answers):
+            refused = [method for method, _ in requests]
+            assert stable(after) == stable(before), f"refused {refused} changed the state"
             if without_revision(after) == without_revision(before):
                 assert after["revision"] == before["revision"], "revision moved for nothing"
         self.last = after
         self.learn(after)
-        return answer
+        return answers
 
     def learn(self, snapshot: dict[str, Any]) -> None:
         """Note the shell and worker of panes seen for the first time; check that a pane's
@@ -225,15 +257,17 @@ class RuntimeMachine(RuleBasedStateMachine):
     # -- drawing requests ----------------------------------------------------------------------
     def draw_params(self, data: st.DataObject, method: str) -> Any:
         overrides = OVERRIDES[method]
-        if data.draw(st.integers(0, 4), label="mutated") == 0:
+        # The simplest draws (hypothesis starts from them) are valid and aimed at a real pane:
+        # not the same refused request step after step.
+        if data.draw(st.integers(0, 4), label="mutated") == 4:
             return bounded(method, data.draw(mutated_params(method, overrides), label="params"))
         params = data.draw(valid_params(method, overrides), label="params")
         panes = self.model.panes()
-        if panes and data.draw(st.integers(0, 3), label="retarget") > 0:
+        if panes and data.draw(st.integers(0, 3), label="stray target") < 3:
             target = dict(zip(TARGET_KEYS, data.draw(st.sampled_from(panes)), strict=True))
             props = _properties(method)
             for key, value in target.items():
-                if key in props and (key in params or data.draw(st.booleans(), label=key)):
+                if key in props and (key in params or not data.draw(st.booleans(), label=key)):
                     params[key] = value
         return bounded(method, params)
 
@@ -242,31 +276,59 @@ class RuntimeMachine(RuleBasedStateMachine):
         self.step(method, self.draw_params(data, method))
 
     # -- rules ---------------------------------------------------------------------------------
+    # Hypothesis orders rules by name, the first being its simplest choice: creating comes
+    # first, and the others wait for a pane to work on.
     @precondition(lambda self: len(self.model.panes()) < MAX_PANES)
     @rule(data=st.data())
-    def create(self, data: st.DataObject) -> None:
-        self.draw_and_step(data, CREATING)
+    def add_panes(self, data: st.DataObject) -> None:
+        self.draw_and_step(data, CREATING if self.model.windows else NEW_WINDOW)
 
     @precondition(lambda self: self.model.windows)
     @rule(data=st.data())
     def close(self, data: st.DataObject) -> None:
         self.draw_and_step(data, CLOSING)
 
+    @precondition(lambda self: self.model.windows)
     @rule(data=st.data())
     def layout(self, data: st.DataObject) -> None:
         self.draw_and_step(data, LAYOUT)
 
+    @precondition(lambda self: self.model.windows)
     @rule(data=st.data())
     def input(self, data: st.DataObject) -> None:
         self.draw_and_step(data, INPUT)
 
+    @precondition(lambda self: self.model.windows)
     @rule(data=st.data())
     def exec(self, data: st.DataObject) -> None:
         self.draw_and_step(data, EXEC)
 
+    @precondition(lambda self: self.model.windows)
     @rule(data=st.data())
     def observe(self, data: st.DataObject) -> None:
         self.draw_and_step(data, OBSERVING)
+
+    @precondition(lambda self: self.model.windows)
+    @rule(data=st.data())
+    def busy_close(self, data: st.DataObject) -> None:
+        """A request to a pane pipelined with the close of that pane (or its tab or window):
+        each answers once, whatever ran first."""
+        window_id, tab_index, pane_id = data.draw(st.sampled_from(self.model.panes()))
+        method = data.draw(st.sampled_from(sorted(RACING)), label="method")
+        params = data.draw(valid_params(method, RACING[method]), label="params")
+        params.update(window_id=window_id, pane_id=pane_id)
+        close = data.draw(
+            st.sampled_from(
+                [
+                    ("pane.close", {"window_id": window_id, "pane_id": pane_id}),
+                    ("tab.close", {"window_id": window_id, "tab_index": tab_index}),
+                    ("window.close", {"window_id": window_id}),
+                ]
+            ),
+            label="close",
+        )
+        close[1]["confirm"] = data.draw(st.booleans(), label="confirm")
+        self.steps([(method, bounded(method, params)), close])
 
     @precondition(lambda self: self.live_panes())
     @rule(data=st.data())
