@@ -26,8 +26,10 @@ import psutil
 from bench.run import log
 
 ROOT = Path(__file__).resolve().parent.parent
-#: How long an interrupted round may take to stop its runtimes before it is killed.
-STOP_GRACE_S = 90.0
+#: How long an interrupted round may take to stop its runtimes after each SIGINT (a second
+#: one ends a teardown the first one interrupted), before it is killed.
+STOP_GRACE_S = 45.0
+INTERRUPTS = 2
 #: pytest's exit status for a run interrupted by SIGINT.
 INTERRUPTED = 2
 
@@ -77,10 +79,15 @@ def run_round(seed: int, basetemp: Path, select: str, deadline: float) -> int | 
         return proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
     except subprocess.TimeoutExpired:
         log("time budget spent: interrupting the round")
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
+        for _ in range(INTERRUPTS):
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=STOP_GRACE_S)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:
+            log("the round did not stop: killed (its runtimes' processes are killed next)")
             proc.kill()
             proc.wait()
         return None

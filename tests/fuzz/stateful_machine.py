@@ -33,12 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from pebrel import entrypoints
 from pebrel.schema import load_schema
-from tests.conftest import Runtime, base_env, started_runtime, wait_for
+from tests.conftest import Runtime, base_env, poll_until, started_runtime, wait_for
 from tests.e2e.test_robustness import router_children
 from tests.e2e.test_transport import Wire, _authenticated
 from tests.fuzz.envelopes import check, parse
@@ -376,7 +377,9 @@ class RuntimeMachine(RuleBasedStateMachine):
         self.check_workers()
 
     def check_workers(self) -> None:
-        """The fork server's children are the panes' workers plus one spare."""
+        """The fork server's children are the panes' workers plus one spare (a new spare is
+        forked a moment after one is taken, a closed pane's worker exits a moment after its
+        close is answered: both are waited for)."""
         forkserver = psutil.Process(self.harness.core[entrypoints.FORKSERVER])
         keys = self.model.pane_keys()
         known = {self.model.workers[k] for k in keys if k in self.model.workers}
@@ -388,7 +391,8 @@ class RuntimeMachine(RuleBasedStateMachine):
             seen[:] = [sorted(children), sorted(known), unknown]
             return known <= children and len(children - known) == unknown + 1
 
-        wait_for(settled, SETTLE_S, "the fork server's children: the panes' workers + a spare")
+        if not poll_until(settled, SETTLE_S):
+            pytest.fail(f"fork server children, pane workers, unknown workers: {seen}")
         for key in sorted(keys):
             if key in self.model.workers and key not in self.model.exited:
                 pid = self.model.shells[key]

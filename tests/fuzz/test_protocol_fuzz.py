@@ -21,7 +21,7 @@ from typing import Any
 
 import psutil
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pebrel import entrypoints
@@ -31,7 +31,8 @@ from tests.e2e.test_transport import _authenticated
 from tests.fuzz.envelopes import check, parse
 from tests.fuzz.schema_strategies import SHORT_WAIT, bounded, mutated_params, valid_params
 
-pytestmark = pytest.mark.timeout(120)
+#: The ci budget takes well under a minute; the long one (1,500 examples) up to half an hour.
+pytestmark = pytest.mark.timeout(1800 if settings.get_current_profile_name() == "long" else 300)
 
 #: Methods drawn, with the fields whose drawn values are bounded (only harmless methods: none
 #: of them creates, closes or runs anything; input goes to the `cat` panes).
