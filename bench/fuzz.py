@@ -41,6 +41,7 @@ def pytest_command(seed: int, basetemp: Path, select: str) -> list[str]:
         "pytest",
         "tests/fuzz",
         "-q",
+        "-s",  # the stateful test's summary of answers
         "-p",
         "no:cacheprovider",
         f"--hypothesis-seed={seed}",
@@ -74,6 +75,10 @@ def leftovers(basetemp: Path) -> list[psutil.Process]:
 def run_round(seed: int, basetemp: Path, select: str, deadline: float) -> int | None:
     """One pytest run; its exit status, or None when the deadline interrupted it."""
     env = {**os.environ, "PEBREL_FUZZ_PROFILE": "long"}
+    # A child inherits an ignored SIGINT (a job started in the background by a
+    # non-interactive shell has one), and then cannot be interrupted into its teardown:
+    # handled here, it is the default again in the child.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     proc = subprocess.Popen(pytest_command(seed, basetemp, select), cwd=ROOT, env=env)
     try:
         return proc.wait(timeout=max(deadline - time.monotonic(), 0.1))

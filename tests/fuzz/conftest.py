@@ -28,6 +28,6 @@ settings.register_profile(
 )
 #: The stateful test's (examples, steps per example) per profile (each step is a request, a
 #: snapshot and a walk of the fork server's children: ~20-150 ms).
-STATEFUL_BUDGET: dict[str, tuple[int, int]] = {"ci": (30, 25), "long": (100, 50)}
+STATEFUL_BUDGET: dict[str, tuple[int, int]] = {"ci": (30, 25), "long": (60, 50)}
 if "PEBREL_FUZZ_PROFILE" in os.environ or settings.get_current_profile_name() == "default":
     settings.load_profile(os.environ.get("PEBREL_FUZZ_PROFILE", "ci"))

@@ -21,7 +21,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from tests.fuzz.conftest import STATEFUL_BUDGET
 from tests.fuzz.stateful_machine import Harness, RuntimeMachine, cat_runtime
 
-#: The ci budget takes a minute or two; the long one (5,000 steps) up to half an hour.
+#: The ci budget takes a minute or two; the long one (3,000 steps) up to half an hour.
 pytestmark = pytest.mark.timeout(1800 if settings.get_current_profile_name() == "long" else 600)
 
 #: Step sequences that once broke an invariant, replayed on every run (method, params).
