@@ -1,5 +1,10 @@
-"""`python -m bench [--quick] [--reps N] [--out bench/RESULTS.md] [--only PHASE,...]`, and
-`python -m bench soak [--minutes N] [--out FILE]`, the long soak (bench/soak.py).
+"""`python -m bench [--quick] [--reps N] [--out bench/RESULTS.md] [--only PHASE,...]`: Pebrel
+side by side with tmux. The long runs are tools of their own, each named by the first argument:
+
+- `python -m bench soak [--minutes N] [--out FILE]`: an hour of mixed load (bench/soak.py);
+- `python -m bench fuzz [--minutes N]`: the fuzz tests for a time budget (bench/fuzz.py);
+- `python -m bench chaos [--minutes N]`: kills and stops under load (bench/chaos.py);
+- `python -m bench limits`: panes, connections and a wrong-token burst (bench/limits.py).
 
 Only a full run (every phase, not --quick) writes bench/RESULTS.md by default: a partial run
 prints its table and writes a file only where --out says, so it never replaces the full table.
@@ -11,6 +16,7 @@ import argparse
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -27,17 +33,37 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args_in = sys.argv[1:] if argv is None else argv
-    if args_in[:1] == ["soak"]:
+def _tool(name: str) -> Callable[[list[str]], int] | None:
+    """The `main` of the long-run tool a first argument names, or None."""
+    if name == "soak":
         from bench import soak
 
-        return soak.main(args_in[1:])
+        return soak.main
+    if name == "fuzz":
+        from bench import fuzz
+
+        return fuzz.main
+    if name == "chaos":
+        from bench import chaos
+
+        return chaos.main
+    if name == "limits":
+        from bench import limits
+
+        return limits.main
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    tool = _tool(args_in[0]) if args_in else None
+    if tool is not None:
+        return tool(args_in[1:])
     keys = [key for key, _, _ in PHASES]
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Pebrel side by side with tmux and the floor. "
-        "`python -m bench soak --help`: the long soak under mixed load.",
+        "Long runs: `python -m bench soak|fuzz|chaos|limits --help`.",
     )
     parser.add_argument("--quick", action="store_true", help="fewer reps, smaller files")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 7; quick 3)")

@@ -19,7 +19,15 @@ settings.register_profile(
     suppress_health_check=_QUIET,
 )
 settings.register_profile(
-    "long", max_examples=1500, deadline=None, database=None, suppress_health_check=_QUIET
+    "long",
+    max_examples=1500,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=_QUIET,
 )
+#: The stateful test's (examples, steps per example) per profile (each step is a request, a
+#: snapshot and a walk of the fork server's children: ~20-150 ms).
+STATEFUL_BUDGET: dict[str, tuple[int, int]] = {"ci": (30, 25), "long": (60, 50)}
 if "PEBREL_FUZZ_PROFILE" in os.environ or settings.get_current_profile_name() == "default":
     settings.load_profile(os.environ.get("PEBREL_FUZZ_PROFILE", "ci"))

@@ -171,3 +171,19 @@ def mutated_params(
 ) -> st.SearchStrategy[Any]:
     """Params of ``method`` a hostile client would send (mostly refused, sometimes valid)."""
     return _mutate(method, overrides)
+
+
+#: A short wait keeps pane.wait and agent.wait from parking an example for their default
+#: timeout.
+SHORT_WAIT = {"type": "integer", "minimum": 0, "maximum": 200}
+WAITING_METHODS = ("pane.wait", "agent.wait")
+
+
+def bounded(method: str, params: Any) -> Any:
+    """Wait params that would wait long (no timeout, or a long valid one) wait briefly."""
+    if method in WAITING_METHODS and isinstance(params, dict):
+        timeout = params.get("timeout_ms")
+        long_valid = isinstance(timeout, int | float) and 200 < timeout <= 86_400_000
+        if "timeout_ms" not in params or (long_valid and not isinstance(timeout, bool)):
+            params["timeout_ms"] = 100
+    return params

@@ -14,7 +14,6 @@ Budget: the `ci` profile (tests/fuzz/conftest.py) keeps this module well under a
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,20 +21,19 @@ from typing import Any
 
 import psutil
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pebrel import PROTOCOL, entrypoints
-from pebrel.schema import load_schema
+from pebrel import entrypoints
 from tests.conftest import Runtime, at_prompt, base_env, started_runtime, wait_for
 from tests.e2e.test_robustness import router_children
 from tests.e2e.test_transport import _authenticated
-from tests.fuzz.schema_strategies import mutated_params, valid_params
+from tests.fuzz.envelopes import check, parse
+from tests.fuzz.schema_strategies import SHORT_WAIT, bounded, mutated_params, valid_params
 
-pytestmark = pytest.mark.timeout(120)
+#: The ci budget takes well under a minute; the long one (1,500 examples) up to half an hour.
+pytestmark = pytest.mark.timeout(1800 if settings.get_current_profile_name() == "long" else 300)
 
-#: A short wait keeps pane.wait from parking an example for its default timeout.
-SHORT_WAIT = {"type": "integer", "minimum": 0, "maximum": 200}
 #: Methods drawn, with the fields whose drawn values are bounded (only harmless methods: none
 #: of them creates, closes or runs anything; input goes to the `cat` panes).
 METHODS: dict[str, dict[str, Any]] = {
@@ -57,25 +55,6 @@ METHODS: dict[str, dict[str, Any]] = {
     "agent.read": {},
 }
 ANSWER_DEADLINE_S = 10.0
-
-
-def allowed_codes(method: str) -> set[str]:
-    schema = load_schema()
-    return set(schema["methods"][method].get("errors", [])) | set(schema["common_errors"])
-
-
-def _strict(constant: str) -> Any:
-    raise AssertionError(f"{constant} in an answer: not JSON")
-
-
-def bounded(method: str, params: Any) -> Any:
-    """pane.wait params that would wait long (no timeout, or a long valid one) wait briefly."""
-    if method == "pane.wait" and isinstance(params, dict):
-        timeout = params.get("timeout_ms")
-        long_valid = isinstance(timeout, int | float) and 200 < timeout <= 86_400_000
-        if "timeout_ms" not in params or (long_valid and not isinstance(timeout, bool)):
-            params["timeout_ms"] = 100
-    return params
 
 
 def request() -> st.SearchStrategy[tuple[str, Any]]:
@@ -131,8 +110,8 @@ class Fuzzed:
         while pending:
             line = self.wire.read_line(ANSWER_DEADLINE_S)
             assert line.endswith(b"\n"), f"connection closed; waiting for {pending}"
-            answer = json.loads(line, parse_constant=_strict)
-            self.check(answer, pending)
+            answer = parse(line)
+            check(answer, pending)
             if answer["id"] == snapshot_id:
                 revision = answer["result"]["revision"]
                 assert revision >= self.revision, "the revision went back"
@@ -140,29 +119,6 @@ class Fuzzed:
         assert self.core_pids() == self.pids, "a core process of the runtime was replaced"
         for pid in self.pids.values():
             assert psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-
-    @staticmethod
-    def check(answer: dict[str, Any], pending: dict[int, str]) -> None:
-        assert answer.get("protocol") == PROTOCOL and answer.get("version") == 1, answer
-        request_id = answer.get("id")
-        assert request_id in pending, f"an answer to no pending request: {answer}"
-        method = pending.pop(request_id)
-        if answer["ok"] is True:
-            assert isinstance(answer["result"], dict) and set(answer) == {
-                "protocol",
-                "version",
-                "id",
-                "ok",
-                "result",
-            }, answer
-            return
-        assert answer["ok"] is False, answer
-        error = answer["error"]
-        assert set(error) == {"code", "message", "details"}, error
-        assert isinstance(error["message"], str) and isinstance(error["details"], dict)
-        assert error["code"] in allowed_codes(method), (method, error)
-        # Listed in common_errors, but a fuzzed request that meets it found a defect.
-        assert error["code"] != "internal_error", (method, error)
 
 
 def runs_cat(shell: psutil.Process) -> bool:
