@@ -1,5 +1,7 @@
 """`python -m bench [--quick] [--reps N] [--out bench/RESULTS.md] [--only PHASE,...]`.
 
+`python -m bench chaos --minutes N`: kills under load (bench/chaos.py, not a timing run).
+
 Only a full run (every phase, not --quick) writes bench/RESULTS.md by default: a partial run
 prints its table and writes a file only where --out says, so it never replaces the full table.
 """
@@ -27,6 +29,11 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["chaos"]:
+        from bench import chaos
+
+        return chaos.main(argv[1:])
     keys = [key for key, _, _ in PHASES]
     parser = argparse.ArgumentParser(
         prog="python -m bench", description="Pebrel side by side with tmux and the floor."
