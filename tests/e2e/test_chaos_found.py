@@ -1,0 +1,48 @@
+"""Defects the chaos runs (tests/chaos) found, each pinned by its own test (issue 15, R1.5)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Runtime, base_env, started_runtime, wait_for
+from tests.e2e.test_robustness import worker_of
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def slow_rc_runtime(tmp_path: Path) -> Iterator[Runtime]:
+    """A runtime with a TMPDIR of its own whose bash panes take 2 s to their first prompt."""
+    env = base_env(tmp_path)
+    (Path(env["HOME"]) / ".bashrc").write_text("sleep 2\n")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env["TMPDIR"] = str(tmp)
+    with started_runtime(env) as rt:
+        yield rt
+    assert sorted(tmp.iterdir()) == [], "the runtime left files in its TMPDIR"
+
+
+def temp_files(rt: Runtime) -> list[str]:
+    tmp = Path(rt.env["TMPDIR"])
+    return sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
+
+
+def test_a_worker_killed_before_the_first_prompt_leaves_no_key_file(
+    slow_rc_runtime: Runtime,
+) -> None:
+    """A pane worker SIGKILLed while its shell has not drawn its first prompt: the shell's
+    key file (which the worker removes at that prompt) used to stay in the temp dir for good,
+    one per such kill; it lies in the runtime's ipc dir now, and the router removes it."""
+    rt = slow_rc_runtime
+    pane_id = rt.ok("pane.split", {"pane_id": 1, "direction": "down"})["pane_id"]
+    worker = wait_for(lambda: worker_of(rt, pane_id), 10, "the new pane's worker")
+    assert any("key-" in Path(f).name for f in temp_files(rt)), temp_files(rt)
+    worker.send_signal(signal.SIGKILL)
+    wait_for(lambda: rt.pane(pane_id)["exited"], 15, f"pane {pane_id} marked exited")
+    assert not any(f"key-{worker.pid}" in f or "pebrel-key-" in f for f in temp_files(rt))
+
