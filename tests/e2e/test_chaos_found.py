@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
+from pebrel.client import Client
 from tests.conftest import Runtime, base_env, started_runtime, wait_for
 from tests.e2e.test_robustness import worker_of
 
@@ -46,3 +49,30 @@ def test_a_worker_killed_before_the_first_prompt_leaves_no_key_file(
     wait_for(lambda: rt.pane(pane_id)["exited"], 15, f"pane {pane_id} marked exited")
     assert not any(f"key-{worker.pid}" in f or "pebrel-key-" in f for f in temp_files(rt))
 
+
+def test_a_read_on_its_way_to_a_worker_that_dies_is_answered_from_the_kept_screen(
+    runtime: Runtime,
+) -> None:
+    """pane.read waiting on a worker that is SIGKILLed used to answer `invalid_state` ("the
+    pane's worker exited"), though a dead worker's pane is readable (docs/protocol.md,
+    pane.read): it is answered like any read of that pane now, `exited` and with its reason."""
+    runtime.run(1, "echo before-the-kill")
+    runtime.ok("pane.read", {"pane_id": 1, "lines": 50})  # kept: the screen the router holds
+    worker = worker_of(runtime, 1)
+    worker.send_signal(signal.SIGSTOP)
+    try:
+        with Client(runtime.data_dir, timeout_s=30) as client:
+            read_id = client.send("pane.read", {"pane_id": 1, "lines": 77})  # not kept: waits
+            # The same connection's next request is answered while the read waits on the
+            # stopped worker: by then the read has reached it.
+            probe_id = client.send("runtime.snapshot", {})
+            first = client.read_line()
+            assert first["id"] == probe_id, first
+            worker.send_signal(signal.SIGKILL)
+            answer = client.read_line()
+    finally:
+        with contextlib.suppress(psutil.Error):
+            worker.send_signal(signal.SIGKILL)
+    assert answer["id"] == read_id and answer["ok"], answer
+    assert answer["result"]["exited"] is True
+    assert "killed by signal 9" in answer["result"]["exit_reason"]
