@@ -10,9 +10,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pebrel import entrypoints
 from pebrel.client import Client
 from tests.conftest import Runtime, base_env, started_runtime, wait_for
-from tests.e2e.test_robustness import worker_of
+from tests.e2e.test_robustness import gone, router_children, worker_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -73,6 +74,31 @@ def test_a_read_on_its_way_to_a_worker_that_dies_is_answered_from_the_kept_scree
     finally:
         with contextlib.suppress(psutil.Error):
             worker.send_signal(signal.SIGKILL)
+    assert answer["id"] == read_id and answer["ok"], answer
+    assert answer["result"]["exited"] is True
+    assert "killed by signal 9" in answer["result"]["exit_reason"]
+
+
+def test_a_read_sent_to_a_dead_worker_before_its_exit_is_known_is_answered(
+    runtime: Runtime,
+) -> None:
+    """A worker that is dead but whose exit the router has not heard yet (the fork server
+    reports it): a pane.read sent to it used to answer `invalid_state` ("the pane's worker is
+    unreachable") at once; it is answered once the exit is known, from the kept screen."""
+    runtime.run(1, "echo before-the-kill")
+    runtime.ok("pane.read", {"pane_id": 1, "lines": 50})
+    worker = worker_of(runtime, 1)
+    forkserver = router_children(runtime, entrypoints.FORKSERVER)[0]
+    forkserver.send_signal(signal.SIGSTOP)  # it cannot report the worker's exit meanwhile
+    try:
+        worker.send_signal(signal.SIGKILL)
+        wait_for(lambda: gone(worker.pid), 10, f"worker {worker.pid} dead")
+        with Client(runtime.data_dir, timeout_s=30) as client:
+            read_id = client.send("pane.read", {"pane_id": 1, "lines": 33})
+            forkserver.send_signal(signal.SIGCONT)
+            answer = client.read_line()
+    finally:
+        forkserver.send_signal(signal.SIGCONT)
     assert answer["id"] == read_id and answer["ok"], answer
     assert answer["result"]["exited"] is True
     assert "killed by signal 9" in answer["result"]["exit_reason"]
