@@ -26,8 +26,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--round-minutes", type=float, default=3.0, help="one runtime's life")
     parser.add_argument("--seed", type=int, default=None, help=f"default: ${SEED_ENV} or random")
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--interval", default="1.5,4", help="seconds between blows, MIN,MAX (default 1.5,4)"
+    )
     parser.add_argument("--no-agents", action="store_true", help="no fake agent turns")
     args = parser.parse_args(argv)
+    low, _, high = args.interval.partition(",")
+    interval = (float(low), float(high or low))
     seed = args.seed if args.seed is not None else seed_from_env()
     print(f"chaos: seed {seed} (replay with --seed {seed})", flush=True)
     rng = random.Random(seed)
@@ -43,6 +48,7 @@ def main(argv: list[str]) -> int:
                 duration_s=max(10.0, min(args.round_minutes * 60, left)),
                 clients=args.clients,
                 agents=not args.no_agents,
+                interval_s=interval,
                 end="adapter" if rng.random() < 0.3 else "stop",
             )
             report = run_round(Path(tmp) / f"round{rounds}", env, config)

@@ -99,6 +99,7 @@ class Chaos:
         self.report = RoundReport(config.seed, config.end)
         self.clients: list[ChaosClient] = []
         self.finished = False
+        self.bag: list[str] = []
 
     def violation(self, text: str) -> None:
         self.ledger.violation(f"[chaos] {text}")
@@ -139,6 +140,8 @@ class Chaos:
                 self.rt.cli("runtime", "stop")
             self.report.violations.extend(self.rt.leftovers())
         self.report.log = self.rt.log_summary()
+        if self.report.log["tracebacks"]:
+            self.report.violations.append(f"runtime.log holds tracebacks: {self.report.log}")
         self.report.seconds = time.monotonic() - started
         self.report.requests = self.ledger.requests
         self.report.interrupted = self.ledger.interrupted
@@ -148,12 +151,21 @@ class Chaos:
 
     # -- the blows ---------------------------------------------------------------------------
 
+    def next_kind(self) -> str:
+        """The next kind of victim: each kind once per shuffled bag, so a short round has
+        every kind."""
+        if not self.bag:
+            self.bag = list(self.config.victims)
+            self.rng.shuffle(self.bag)
+        return self.bag.pop()
+
     def blow(self) -> None:
-        kind = self.rng.choice(self.config.victims)
+        kind = self.next_kind()
         kill = kind != "adapter" and self.rng.random() < 0.6
         hold = self.rng.uniform(*self.config.stop_s)
         pick = self.rng.random()
-        victim, pane = self.victim(kind, pick)
+        busy_first = self.rng.random() < 0.7
+        victim, pane = self.victim(kind, pick, busy_first)
         if victim is None:
             return
         self.report.blows[f"{'kill' if kill else 'stop'} {kind}"] += 1
@@ -161,7 +173,7 @@ class Chaos:
             if pane is not None:
                 self.ledger.interrupt(pane)
             self.signal(victim, signal.SIGKILL)
-            self.after_kill(kind, pane)
+            self.after_kill(kind, victim, pane)
         else:
             self.signal(victim, signal.SIGSTOP)
             self.stop.wait(hold)  # how long it stays stopped
@@ -173,7 +185,7 @@ class Chaos:
             victim.send_signal(signum)
 
     def victim(
-        self, kind: str, pick: float
+        self, kind: str, pick: float, busy_first: bool
     ) -> tuple[psutil.Process | None, tuple[int, int] | None]:
         """The process to hit, and the pane it serves (for a worker or a shell)."""
         if kind == "adapter":
@@ -189,6 +201,10 @@ class Chaos:
             for w, shell in sorted(self.rt.workers(), key=lambda x: x[1])
             if shell in panes
         ]
+        with self.ledger.lock:
+            busy = [(w, shell) for w, shell in workers if self.ledger.in_flight[panes[shell]] > 0]
+        if busy and busy_first:  # most blows land on a pane with a request in flight
+            workers = busy
         if not workers:
             return None, None
         worker, shell = workers[int(pick * len(workers))]
@@ -227,9 +243,14 @@ class Chaos:
                         return dict(pane)
         return None
 
-    def after_kill(self, kind: str, pane: tuple[int, int] | None) -> None:
+    def after_kill(self, kind: str, victim: psutil.Process, pane: tuple[int, int] | None) -> None:
         if pane is not None:
             self.check_exited(pane)
+        # A pane started before the router reaped the fork server may have gone to its spare,
+        # which dies with it: such a pane is exited with the fork server's reason
+        # (docs/protocol.md). Once reaped, the next pane starts on a new fork server.
+        if kind == "forkserver" and not poll(lambda: not psutil.pid_exists(victim.pid), SETTLE_S):
+            self.violation(f"fork server {victim.pid} not reaped {SETTLE_S} s after its kill")
         if kind in ("forkserver", "spare"):
             self.check_new_window(kind)
 
@@ -259,10 +280,10 @@ class Chaos:
 
     def after_stop(self, kind: str, victim: psutil.Process, pane: tuple[int, int] | None) -> None:
         try:
-            status = victim.status()
+            stopped = victim.status() == psutil.STATUS_STOPPED
         except psutil.NoSuchProcess:
-            status = "gone"
-        if status == psutil.STATUS_STOPPED:
+            stopped = False
+        if stopped:
             self.violation(f"{kind} {victim.pid} still stopped after SIGCONT")
         if pane is not None:
             window_id, pane_id = pane
