@@ -54,6 +54,8 @@ def main(argv: list[str]) -> int:
             report = run_round(Path(tmp) / f"round{rounds}", env, config)
             rounds += 1
             print(f"round {rounds}: {report.summary()}", flush=True)
+            for line in report.outcome_lines():
+                print(f"  {line}", flush=True)
             for line in report.violations:
                 print(f"  VIOLATION {line}", flush=True)
             failed += bool(report.violations)

@@ -86,6 +86,14 @@ class RoundReport:
             f"{len(self.violations)} violations; runtime.log: {self.log}"
         )
 
+    def outcome_lines(self) -> list[str]:
+        """One line per method: how its requests were answered (`ok`, or the error codes)."""
+        by_method: dict[str, list[str]] = {}
+        for key, count in sorted(self.outcomes.items()):
+            method, _, outcome = key.partition(" ")
+            by_method.setdefault(method, []).append(f"{outcome} {count}")
+        return [f"{method}: {', '.join(parts)}" for method, parts in by_method.items()]
+
 
 class Chaos:
     """One round: the runtime, its clients, and the blows."""

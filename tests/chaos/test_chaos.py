@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(240)
 def round_passes(tmp_path: Path, config: RoundConfig) -> None:
     print(f"chaos seed {config.seed} (PEBREL_CHAOS_SEED={config.seed} replays it)", file=sys.stderr)
     report = run_round(tmp_path, chaos_env(), config)
-    print(report.summary(), file=sys.stderr)
+    print("\n".join([report.summary(), *report.outcome_lines()]), file=sys.stderr)
     assert not report.violations, "\n".join([report.summary(), *report.violations])
     assert report.requests > 0 and sum(report.blows.values()) > 0, report.summary()
 
