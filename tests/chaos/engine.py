@@ -107,7 +107,7 @@ class Chaos:
         self.report = RoundReport(config.seed, config.end)
         self.clients: list[ChaosClient] = []
         self.finished = False
-        self.bag: list[str] = []
+        self.bag: list[tuple[str, bool]] = []
 
     def violation(self, text: str) -> None:
         self.ledger.violation(f"[chaos] {text}")
@@ -159,17 +159,17 @@ class Chaos:
 
     # -- the blows ---------------------------------------------------------------------------
 
-    def next_kind(self) -> str:
-        """The next kind of victim: each kind once per shuffled bag, so a short round has
-        every kind."""
+    def next_blow(self) -> tuple[str, bool]:
+        """The next victim kind and whether it is killed (else stopped): every pair once per
+        shuffled bag, so that a short round has each (the adapter is only stopped here)."""
         if not self.bag:
-            self.bag = list(self.config.victims)
+            self.bag = [(k, True) for k in self.config.victims if k != "adapter"]
+            self.bag += [(k, False) for k in self.config.victims]
             self.rng.shuffle(self.bag)
         return self.bag.pop()
 
     def blow(self) -> None:
-        kind = self.next_kind()
-        kill = kind != "adapter" and self.rng.random() < 0.6
+        kind, kill = self.next_blow()
         hold = self.rng.uniform(*self.config.stop_s)
         pick = self.rng.random()
         busy_first = self.rng.random() < 0.7

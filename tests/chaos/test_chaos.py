@@ -28,11 +28,17 @@ def round_passes(tmp_path: Path, config: RoundConfig) -> None:
 
 def test_chaos_round_ends_with_runtime_stop(tmp_path: Path) -> None:
     """Kills and stops of workers, shells, the fork server, the spare and stops of the
-    adapter for 45 s: nothing hangs or is lost, and `runtime stop` leaves nothing behind."""
-    round_passes(tmp_path, RoundConfig(seed=seed_from_env(), duration_s=45, end="stop"))
+    adapter for 50 s: nothing hangs or is lost, and `runtime stop` leaves nothing behind."""
+    round_passes(
+        tmp_path,
+        RoundConfig(seed=seed_from_env(), duration_s=50, interval_s=(0.5, 1.5), end="stop"),
+    )
 
 
 def test_chaos_round_ends_with_the_adapter_killed(tmp_path: Path) -> None:
     """A short round whose end is a SIGKILL of the frontend adapter: the runtime ends as
     `runtime stop` would (docs/architecture.md), leaving no process and no stray file."""
-    round_passes(tmp_path, RoundConfig(seed=seed_from_env(), duration_s=15, end="adapter"))
+    round_passes(
+        tmp_path,
+        RoundConfig(seed=seed_from_env(), duration_s=15, interval_s=(0.5, 1.5), end="adapter"),
+    )
