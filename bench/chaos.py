@@ -51,8 +51,18 @@ def main(argv: list[str]) -> int:
                 interval_s=interval,
                 end="adapter" if rng.random() < 0.3 else "stop",
             )
-            report = run_round(Path(tmp) / f"round{rounds}", env, config)
+            root = Path(tmp) / f"round{rounds}"
             rounds += 1
+            try:
+                report = run_round(root, env, config)
+            except Exception as exc:  # a round that could not run: say why, go on
+                failed += 1
+                print(f"round {rounds} (seed {config.seed}) failed: {exc!r}", flush=True)
+                log = root / "data" / "runtime.log"
+                if log.exists():
+                    tail = log.read_text(errors="replace").splitlines()[-40:]
+                    print("\n".join(f"  | {line}" for line in tail), flush=True)
+                continue
             print(f"round {rounds}: {report.summary()}", flush=True)
             for line in report.outcome_lines():
                 print(f"  {line}", flush=True)
