@@ -11,11 +11,28 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Coroutine
+from typing import Any
 
 import psutil
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
+
+
+async def then_unhook_signal_wakeup(main: Coroutine[Any, Any, None]) -> None:
+    """Run a process's main coroutine, then stop signals from writing to its loop's wakeup fd.
+
+    Wrap the coroutine `asyncio.run` (or a Runner) runs. Closing the loop closes that fd (its
+    self-pipe) before it removes the loop's signal handlers (CPython 3.11 to 3.13), so a
+    signal in between (a SIGCHLD as the pane's processes end, a second SIGTERM at a stop) was
+    written to a closed fd ("Exception ignored ... Bad file descriptor" in runtime.log) or,
+    had the number been reused, into another file. Called in the main thread.
+    """
+    try:
+        await main
+    finally:
+        signal.set_wakeup_fd(-1)
 
 
 @functools.cache

@@ -21,6 +21,22 @@ from typing import Any
 from pebrel.datadir import RUNTIME_LOCK, open_private
 
 IPC_PREFIX = "pebrel-"
+#: The scheme of the router's ZeroMQ endpoint, a socket in the ipc dir.
+IPC_SCHEME = "ipc://"
+
+
+def shell_key_file(endpoint: str, worker_pid: int) -> str | None:
+    """Where the pane worker `worker_pid` puts its shell's key file (workers/shellkey.py).
+
+    In the runtime's private ipc dir (0700, the directory of the router's ipc `endpoint`),
+    named by the worker's pid: the router removes the file of a worker that died before its
+    shell's first prompt (a worker removes its own file then, or when it stops), and the
+    runtime's end removes the ipc dir with whatever is in it. None for an endpoint that is not
+    in an ipc dir (the key file then goes to the temp dir).
+    """
+    if not endpoint.startswith(IPC_SCHEME):
+        return None
+    return os.path.join(os.path.dirname(endpoint[len(IPC_SCHEME) :]), f"key-{worker_pid}")
 
 
 def hold(directory: Path) -> int | None:

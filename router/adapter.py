@@ -335,7 +335,7 @@ def main() -> None:
     proctree.set_parent_death_signal(signal.SIGTERM)
     proctree.request_short_slice()  # answer promptly while pane workers keep the cores busy
     frontend = Frontend(int(config["link_fd"]), config["token"], config["version"])
-    asyncio.run(frontend.run())
+    asyncio.run(proctree.then_unhook_signal_wakeup(frontend.run()))
 
 
 if __name__ == "__main__":

@@ -379,4 +379,4 @@ def main() -> None:
     proctree.request_short_slice()  # answer promptly while pane workers keep the cores busy
     app = RouterApp(data_dir)
     runtimelock.write_record(lock, os.getpid(), app.ipc_dir)
-    asyncio.run(app.run())
+    asyncio.run(proctree.then_unhook_signal_wakeup(app.run()))

@@ -41,6 +41,7 @@ from pebrel.messages.forkserver import (
     decode_line,
     encode_line,
 )
+from pebrel.runtimelock import shell_key_file
 
 logger = logging.getLogger(__name__)
 
@@ -345,11 +346,20 @@ class ForkServer:
             os.close(fd)
             return
         self.alive.discard(record.pid)
+        self._remove_key_file(record.pid)
         self.on_exit(record.pid, record.returncode, None)
         for waiting in self.pending.values():
             if waiting.pid == record.pid:
                 waiting.exited, waiting.returncode = True, record.returncode
                 waiting.give_up()  # if it died before reporting
+
+    def _remove_key_file(self, pid: int) -> None:
+        """The shell key file of a worker that died before its shell's first prompt (its
+        worker removes it then, or when it stops; not when it is killed)."""
+        path = shell_key_file(self.endpoint, pid)
+        if path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
     def _gone(self) -> None:
         """The fork server exited: its workers die with it (parent-death signal)."""
@@ -363,6 +373,7 @@ class ForkServer:
         self._drop_spares()
         for pid in list(self.alive):  # they end with it (parent-death signal)
             self.alive.discard(pid)
+            self._remove_key_file(pid)
             self.on_exit(pid, None, reason)
         for spawn in self.pending.values():
             if not spawn.fut.done():

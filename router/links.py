@@ -106,10 +106,10 @@ async def request(
     else:
         deadlines.append(loop.call_later(timeout_s, overdue, on_deadline))
     try:
-        if not send(link.identity, build(request_id)):
-            raise PebrelError(
-                ErrorCode.INVALID_STATE, "the pane's worker is unreachable", _ids(link)
-            )
+        # A send fails when the worker's socket is gone: it is dying, and its exit (which the
+        # fork server reports) fails the request as any other pending one (`fail_pending`),
+        # so that every request to a dying worker ends the same way; else the deadline does.
+        send(link.identity, build(request_id))
         return await fut
     except asyncio.CancelledError:
         if on_deadline is not None:  # nobody waits for it any more: the worker gives it up

@@ -17,6 +17,7 @@ import zmq
 
 from pebrel import messages as m
 from pebrel import proctree
+from pebrel.runtimelock import shell_key_file
 from pebrel.workers.commands import COMMANDS
 from pebrel.workers.config import WorkerConfig, screen_rules
 from pebrel.workers.exec import ExecService
@@ -79,7 +80,8 @@ class Worker:
             env.update(spec.env)
             if integrated:
                 self.key = ShellKey()
-                env[KEY_FILE_VAR] = self.key.hand_over()
+                path = shell_key_file(config.endpoint, os.getpid())
+                env[KEY_FILE_VAR] = self.key.hand_over(path)
         self.integrated = integrated
         self.ends_prompts_with_b = ends_with_b
         # posix_spawn does not fork, so a spare's ZeroMQ context and I/O thread may exist

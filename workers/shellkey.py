@@ -14,7 +14,10 @@ sources the user's own startup files (fish runs its ``--init-command`` after ``c
 so there the user's config runs first). zsh removes the file at once with its ``zf_rm``
 builtin; for bash and fish, which have no such builtin (an ``rm`` process would cost every
 pane's start a fork and an exec), the worker removes it when the first mark carrying the
-secret arrives, which is the shell's first prompt, and in any case when it stops.
+secret arrives, which is the shell's first prompt, and in any case when it stops. The file lies
+in the runtime's private ipc dir, named by the worker's pid (`pebrel.runtimelock.shell_key_file`):
+the router removes the file of a worker killed before its shell's first prompt, and the
+runtime's end removes the dir.
 """
 
 from __future__ import annotations
@@ -39,9 +42,15 @@ class ShellKey:
         self._field = KEY_FIELD + self.value
         self._path: str | None = None
 
-    def hand_over(self) -> str:
-        """Write the secret to a new private file; return its path (for KEY_FILE_VAR)."""
-        fd, path = tempfile.mkstemp(prefix="pebrel-key-")  # 0600, O_EXCL
+    def hand_over(self, path: str | None = None) -> str:
+        """Write the secret to a new private file at `path` (a new temp file if None); return
+        its path (for KEY_FILE_VAR)."""
+        if path is None:
+            fd, path = tempfile.mkstemp(prefix="pebrel-key-")  # 0600, O_EXCL
+        else:
+            with contextlib.suppress(FileNotFoundError):  # a dead worker's of the same pid
+                os.unlink(path)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             os.write(fd, self.value.encode() + b"\n")
         finally:

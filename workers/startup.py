@@ -151,7 +151,7 @@ def serve(prepared: Prepared, config_fd: int, report_fd: int) -> None:
     ``config_fd`` (a SpawnWorker line), then run its worker until the pane closes. EOF or a
     stop signal first: no pane for this spare."""
     with asyncio.Runner(loop_factory=lambda: prepared.loop) as runner:
-        runner.run(_serve(prepared, config_fd, report_fd))
+        runner.run(proctree.then_unhook_signal_wakeup(_serve(prepared, config_fd, report_fd)))
 
 
 async def _serve(prepared: Prepared, config_fd: int, report_fd: int) -> None:

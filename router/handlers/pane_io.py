@@ -78,11 +78,25 @@ async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
         # reported while this read was on its way is older than the answer (it counts it); one
         # reported after the answer but handled before this task resumed is newer: then the
         # answer is given but not kept.
-        answer = await links.request(
-            worker_link(rt, pane),
-            rt.send,
-            lambda rid: m.ReadScreen(request_id=rid, lines=lines, max_bytes=READ_LINES_MAX_BYTES),
-        )
+        link = worker_link(rt, pane)
+        try:
+            answer = await links.request(
+                link,
+                rt.send,
+                lambda rid: m.ReadScreen(
+                    request_id=rid, lines=lines, max_bytes=READ_LINES_MAX_BYTES
+                ),
+            )
+        except PebrelError:
+            if not link.dead:
+                raise
+            # The worker died with this read on its way (killed, or its pane closed): the
+            # pane is read as any pane whose worker died, if it is still there.
+            if rt.state.panes.get(pane.key) is not pane:
+                raise PebrelError(
+                    ErrorCode.TARGET_NOT_FOUND, f"pane {pane.pane_id} was closed", pane_ids(pane)
+                ) from None
+            return last_read(pane, lines)
         assert isinstance(answer, m.ScreenRead)
         kept = KeptRead(answer)
         if answer.reports >= pane.screen_reports:
