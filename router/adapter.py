@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +43,6 @@ from pebrel.schema import unencodable_params
 
 logger = logging.getLogger(__name__)
 
-CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
 PRINCIPAL_TOKEN = "token-holder"
 PRINCIPAL_LEGACY = "legacy"
 #: Bytes a subscriber may leave unread before it is told `slow_consumer` and dropped
@@ -317,6 +317,7 @@ class Frontend:
             lambda: ClientProtocol(self), "127.0.0.1", 0, backlog=socket.SOMAXCONN
         )
         port = server.sockets[0].getsockname()[1]
+        logger.info("taking up to %d client connections", limits.max_connections())
         self.to_router(m.FrontendStarted(port=port))
         await self.stop.wait()
         server.close()
@@ -326,7 +327,7 @@ class Frontend:
 
 
 def main() -> None:
-    config = json.loads(os.environ[CONFIG_ENV])
+    config = json.loads(sys.stdin.buffer.read())  # from the router; holds the token
     logfile.configure(
         config["log_path"],
         f"%(asctime)s frontend[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
