@@ -75,3 +75,35 @@ def restore_soft_limit() -> None:
 
 def _limit(value: int) -> str:
     return "unlimited" if value == resource.RLIM_INFINITY else str(value)
+
+
+#: Descriptors the router keeps free when it starts a pane: the pane's link takes one, a start
+#: holds a pipe for a moment, and several starts may run at once. ZeroMQ aborts the process
+#: when it cannot accept a worker's connection (EMFILE), so a start past it is refused instead.
+PANE_FD_RESERVE = 32
+
+
+def open_count() -> int:
+    """How many descriptors this process has open."""
+    try:
+        return len(os.listdir("/proc/self/fd")) - 1  # less the one listdir itself holds
+    except OSError:
+        import psutil
+
+        return int(psutil.Process().num_fds())
+
+
+def soft_limit() -> int | None:
+    """This process's soft open-file limit (None: unlimited)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def pane_headroom() -> tuple[int, int] | None:
+    """(open, limit) if starting one more pane would leave fewer than PANE_FD_RESERVE
+    descriptors free; None while there is room."""
+    limit = soft_limit()
+    if limit is None:
+        return None
+    count = open_count()
+    return (count, limit) if count + PANE_FD_RESERVE > limit else None

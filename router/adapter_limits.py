@@ -50,7 +50,8 @@ def max_unauthenticated() -> int:
 class RateLimitedLog:
     """At most one warning per kind per LOG_INTERVAL_S; the next one says how many were held."""
 
-    def __init__(self) -> None:
+    def __init__(self, log_to: logging.Logger = logger) -> None:
+        self.logger = log_to
         self.last: dict[str, float] = {}
         self.held: dict[str, int] = {}
 
@@ -67,9 +68,9 @@ class RateLimitedLog:
     def warning(self, kind: str, message: str) -> None:
         held = self.allow(kind)
         if held:
-            logger.warning("%s (and %d more not logged)", message, held)
+            self.logger.warning("%s (and %d more not logged)", message, held)
         elif held is not None:
-            logger.warning("%s", message)
+            self.logger.warning("%s", message)
 
     def loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """The loop's exception handler: accept errors (EMFILE) and the like, rate-limited."""
