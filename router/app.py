@@ -35,9 +35,11 @@ from pebrel import (
 from pebrel import messages as m
 from pebrel.datadir import (
     LOG_FILE,
+    PORT_FILE,
     PortInfo,
     ensure_data_dir,
     open_log,
+    refuse_symlink,
     remove_port_file,
     write_port_file,
 )
@@ -365,8 +367,9 @@ class RouterApp:
 
 
 def main() -> None:
-    data_dir = ensure_data_dir()
     try:
+        data_dir = ensure_data_dir()
+        refuse_symlink(data_dir / PORT_FILE)  # replaced at the end of the start, never followed
         logfile.configure(
             str(data_dir / LOG_FILE),
             f"%(asctime)s router[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
