@@ -27,6 +27,11 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["limits"]:  # `python -m bench limits ...`: bench/limits.py
+        from bench import limits
+
+        return limits.main(given[1:])
     keys = [key for key, _, _ in PHASES]
     parser = argparse.ArgumentParser(
         prog="python -m bench", description="Pebrel side by side with tmux and the floor."
