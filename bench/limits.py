@@ -329,19 +329,26 @@ print(closed)
 """
 
 
+def near_miss(token: str) -> str:
+    """The token with its last character changed."""
+    return token[:-1] + ("1" if token.endswith("0") else "0")
+
+
 def measure_burst(data: Path, count: int, report: Report) -> None:
     report.add(f"### a burst of {count} wrong-token connections\n")
     info = json.loads((data / "runtime.port").read_text())
     token = info["token"]
     wrongs = [
-        request_line(token[:-1] + "0", "runtime.describe"),
+        request_line(near_miss(token), "runtime.describe"),
         request_line("", "runtime.describe"),
         f"PING {token[:-1]}".encode(),
         b"garbage",
     ]
+    adapter = next(p for p in processes(data) if kind(p, None) == "adapter")
     probe = Probe(data)
     probe.round(50)
     probe.samples.clear()
+    cpu_before = sum(adapter.cpu_times()[:2])
     started = time.monotonic()
     flood = subprocess.Popen(
         [sys.executable, "-c", FLOOD, str(info["port"]), str(count)],
@@ -357,12 +364,15 @@ def measure_burst(data: Path, count: int, report: Report) -> None:
         probe.one(index)
         index += 1
     elapsed = time.monotonic() - started
+    cpu = (sum(adapter.cpu_times()[:2]) - cpu_before) * 1000
     closed = int(flood.stdout.read().strip() or 0)
     report.add(
         f"- {count} connections, each with a wrong first line, opened and seen closed in "
         f"{elapsed:.2f} s; closed without a byte: {closed} of {count}\n"
         f"- an authenticated client meanwhile (`runtime.describe` / `pane.read`): "
         f"{ms(probe.samples)}; failures {len(probe.failures)}\n"
+        f"- the adapter's CPU time for the burst and those requests: {cpu:.0f} ms; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n"
     )
 
 
@@ -429,7 +439,8 @@ def main(argv: list[str]) -> int:
         report.add(
             f"Runtime started under a soft open-file limit of {USER_SOFT} (hard {hard}); "
             f"the router runs with {nofile(router)}; {os.cpu_count()} cores, "
-            f"{psutil.virtual_memory().total / 2**30:.0f} GiB.\n"
+            f"{psutil.virtual_memory().total / 2**30:.0f} GiB, load average "
+            f"{os.getloadavg()[0]:.1f} at the start (the machine may be shared).\n"
         )
         measure_panes(data, args.panes, report)
         measure_connections(data, args.connections, args.subscribers, report)

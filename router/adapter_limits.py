@@ -30,6 +30,8 @@ FD_RESERVE = 64
 #: Seconds a dropped subscriber's last bytes may make no progress before the connection is
 #: aborted with what it has not read.
 CLOSE_FLUSH_DEADLINE_S = 5.0
+#: Connections accepted in one pass of the adapter's loop (the kernel queues the rest).
+ACCEPT_BATCH = 16
 #: Seconds between two log lines of one kind of refusal (the rest are counted).
 LOG_INTERVAL_S = 10.0
 

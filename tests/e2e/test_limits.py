@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import resource
+import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +30,7 @@ from tests.conftest import (
     started_runtime,
     stop_and_check,
 )
-from tests.e2e.test_transport import Wire
+from tests.e2e.test_transport import Wire, port_info
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -173,3 +175,16 @@ def test_a_pane_past_the_descriptor_limit_is_refused(few_router_fds: Runtime) ->
     new = rt.ok("window.create")["window_id"]
     rt.run(1, "true", window_id=new)
     assert rt.pid == router
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2)")
+def test_the_listener_queues_bursts_in_the_kernel(runtime: Runtime) -> None:
+    """#15: the adapter accepts 16 connections per pass of its loop (a burst of 1,000 wrong
+    tokens no longer holds up other clients' answers for the whole burst; bench limits
+    measures it), while the kernel still queues as many as it allows (SOMAXCONN)."""
+    port = port_info(runtime)["port"]
+    listed = subprocess.run(
+        ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, timeout=10, check=True
+    ).stdout.split()
+    somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    assert int(listed[2]) == min(socket.SOMAXCONN, somaxconn), listed
