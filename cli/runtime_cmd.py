@@ -24,11 +24,13 @@ from pebrel.datadir import (
     START_LOCK,
     PortFileError,
     PortInfo,
+    check_owner,
     data_dir,
     ensure_data_dir,
     open_log,
     open_private,
     read_port_file,
+    refuse_symlink,
     remove_port_file,
 )
 from pebrel.entrypoints import module_argv
@@ -77,13 +79,14 @@ def runtime() -> None:
 @pretty_option
 def start(foreground: bool, pretty: bool) -> None:
     """Start the runtime in the background (idempotent) and return once it answers."""
-    directory = ensure_data_dir()
     if foreground:
         from pebrel.router.app import main as router_main
 
         router_main()
         return
     try:
+        directory = ensure_data_dir()
+        refuse_symlink(directory / PORT_FILE)
         lock = open_private(directory / START_LOCK, os.O_RDWR | os.O_CREAT)
         log = open_log(directory / LOG_FILE)
     except OSError as exc:
@@ -138,11 +141,13 @@ def _port_pid(directory: Path) -> list[int]:
         return []
 
 
-def _not_answering(directory: Path, pid: int) -> dict[str, Any]:
-    """The envelope for a runtime that holds its lock but does not answer."""
+def _not_answering(directory: Path, pid: int, why: str = "") -> dict[str, Any]:
+    """The envelope for a runtime that holds its lock but does not answer (`why`: what kept
+    this client from it, when known)."""
     who = f"the runtime (pid {pid})" if pid else "a runtime"
+    because = f" ({why})" if why else ""
     return unavailable_envelope(
-        f"{who} of {directory} is running but not answering; "
+        f"{who} of {directory} is running but not answering{because}; "
         "`pebrel runtime stop` ends it and every process it started",
         {"status": NOT_ANSWERING, "pid": pid or None},
     )
@@ -158,7 +163,7 @@ def status(pretty: bool) -> None:
     except RuntimeUnavailable as exc:
         pid = runtimelock.holder(directory, *_port_pid(directory))
         if pid is not None:
-            emit(_not_answering(directory, pid), pretty)
+            emit(_not_answering(directory, pid, str(exc) if exc.unsafe else ""), pretty)
         else:
             emit(unavailable_envelope(str(exc), {"status": STOPPED}), pretty)
         sys.exit(EXIT_UNAVAILABLE)
@@ -182,6 +187,7 @@ def stop(pretty: bool) -> None:
         emit(ok_response(None, {"status": STOPPED, "was_running": False}), pretty)
         return
     try:
+        check_owner(os.stat(directory), str(directory))
         lock = open_private(directory / START_LOCK, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         emit(unavailable_envelope(f"cannot stop the runtime: {exc}"), pretty)

@@ -24,7 +24,12 @@ _ids = itertools.count(1)
 
 
 class RuntimeUnavailable(Exception):
-    """No runtime answers for this data dir; the message says why."""
+    """No runtime answers for this data dir; the message says why (`unsafe`: Pebrel refused
+    its runtime.port: a symbolic link, or a file or data dir another user owns)."""
+
+    def __init__(self, message: str, unsafe: bool = False) -> None:
+        super().__init__(message)
+        self.unsafe = unsafe
 
 
 class ClientTimeout(Exception):
@@ -41,6 +46,8 @@ def locate(directory: Path | str | None = None) -> PortInfo:
     try:
         info = read_port_file(directory)
     except PortFileError as exc:
+        if exc.unsafe:
+            raise RuntimeUnavailable(str(exc), unsafe=True) from exc
         raise RuntimeUnavailable(f"no runtime is running ({exc})") from exc
     if not pid_alive(info.pid):
         raise RuntimeUnavailable(

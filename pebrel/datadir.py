@@ -59,7 +59,8 @@ def data_dir_name() -> str:
 
 def ensure_data_dir() -> Path:
     """The data dir, created if missing: it and every parent it creates are 0700 whatever the
-    umask (modes are set explicitly); an existing dir is left as it is."""
+    umask (modes are set explicitly); an existing dir is left as it is. A data dir another user
+    owns is refused (UnsafeFileError)."""
     path = data_dir()
     missing = []
     folder = path
@@ -72,11 +73,45 @@ def ensure_data_dir() -> Path:
         except FileExistsError:
             continue  # made by a concurrent start: not ours to chmod
         os.chmod(folder, 0o700)
+    check_owner(os.stat(path), str(path))
     return path
 
 
 class UnsafeFileError(OSError):
-    """A file of the data dir that Pebrel refuses to open (a symbolic link)."""
+    """A file of the data dir that Pebrel refuses to open (a symbolic link), or a data dir or
+    file another user owns."""
+
+
+def check_owner(st: os.stat_result, path: str, uid: int | None = None) -> None:
+    """Refuse (UnsafeFileError) what another user than `uid` (this process's) owns: a data dir
+    or discovery file someone else controls could send this user's requests, token and all,
+    to their program."""
+    import errno
+
+    expected = os.geteuid() if uid is None else uid
+    if st.st_uid != expected:
+        raise UnsafeFileError(
+            errno.EPERM,
+            f"{path} is owned by uid {st.st_uid}, not by this user (uid {expected}); "
+            "Pebrel does not use it",
+        )
+
+
+def refuse_symlink(path: Path | str) -> None:
+    """UnsafeFileError if `path` is a symbolic link (a missing file is fine)."""
+    import errno
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise UnsafeFileError(errno.ELOOP, _symlink_message(path))
+
+
+def _symlink_message(path: Path | str) -> str:
+    return f"{path} is a symbolic link; Pebrel does not follow it (remove it)"
 
 
 def open_private(path: Path | str, flags: int) -> int:
@@ -91,9 +126,7 @@ def open_private(path: Path | str, flags: int) -> int:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise UnsafeFileError(
-                errno.ELOOP, f"{path} is a symbolic link; Pebrel does not follow it (remove it)"
-            ) from exc
+            raise UnsafeFileError(errno.ELOOP, _symlink_message(path)) from exc
         raise
     try:
         if os.fstat(fd).st_mode & 0o077:
@@ -139,14 +172,26 @@ class PortInfo(NamedTuple):
 
 
 class PortFileError(Exception):
-    """The discovery file is missing or unreadable; the message says which."""
+    """The discovery file is missing, unreadable or refused (`unsafe`: a symbolic link, or a
+    file or data dir another user owns); the message says which."""
+
+    def __init__(self, message: str, unsafe: bool = False) -> None:
+        super().__init__(message)
+        self.unsafe = unsafe
 
 
 def read_port_file(directory: Path | str | None = None) -> PortInfo:
+    """The discovery file, read without following a symbolic link, and only if this user owns
+    it and its data dir (PortFileError otherwise)."""
+    import errno
+
     folder = data_dir_name() if directory is None else str(directory)
     path = os.path.join(folder, PORT_FILE)
     try:
-        with open(path, encoding="utf-8") as handle:
+        check_owner(os.stat(folder), folder)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(fd, encoding="utf-8") as handle:
+            check_owner(os.fstat(fd), path)
             raw = json.loads(handle.read())
         return PortInfo(
             port=int(raw["port"]),
@@ -159,7 +204,13 @@ def read_port_file(directory: Path | str | None = None) -> PortInfo:
         )
     except FileNotFoundError as exc:
         raise PortFileError(f"no {PORT_FILE} in {folder}") from exc
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except UnsafeFileError as exc:
+        raise PortFileError(str(exc.strerror), unsafe=True) from exc
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PortFileError(_symlink_message(path), unsafe=True) from exc
+        raise PortFileError(f"unreadable {PORT_FILE}: {exc}") from exc
+    except (ValueError, KeyError, TypeError) as exc:
         raise PortFileError(f"unreadable {PORT_FILE}: {exc}") from exc
 
 

@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +43,6 @@ from pebrel.schema import unencodable_params
 
 logger = logging.getLogger(__name__)
 
-CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
 PRINCIPAL_TOKEN = "token-holder"
 PRINCIPAL_LEGACY = "legacy"
 #: Bytes a subscriber may leave unread before it is told `slow_consumer` and dropped
@@ -310,13 +310,21 @@ class Frontend:
         self.link = await open_link(
             socket.socket(fileno=self.link_fd), self.on_router_message, self.stop.set
         )
-        # The kernel's cap, not asyncio's 100: a burst of clients (128 agents each connecting
-        # for one exec) overflowed the accept queue, and a dropped handshake is retried only
-        # after a retransmission timeout (0.2-1 s).
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.setblocking(False)
+        # asyncio accepts up to `backlog` connections in one pass of its loop, and sets up
+        # every one before it reads any other socket: a small batch keeps a burst of
+        # connections (1,000 wrong tokens) from holding up the answers of the others.
         server = await loop.create_server(
-            lambda: ClientProtocol(self), "127.0.0.1", 0, backlog=socket.SOMAXCONN
+            lambda: ClientProtocol(self), sock=listener, backlog=limits.ACCEPT_BATCH
         )
-        port = server.sockets[0].getsockname()[1]
+        # The kernel's queue, though, is the largest it allows, not asyncio's 100: a burst of
+        # clients (128 agents each connecting for one exec) overflowed it, and a dropped
+        # handshake is retried only after a retransmission timeout (0.2-1 s).
+        listener.listen(socket.SOMAXCONN)
+        port = listener.getsockname()[1]
+        logger.info("taking up to %d client connections", limits.max_connections())
         self.to_router(m.FrontendStarted(port=port))
         await self.stop.wait()
         server.close()
@@ -326,7 +334,7 @@ class Frontend:
 
 
 def main() -> None:
-    config = json.loads(os.environ[CONFIG_ENV])
+    config = json.loads(sys.stdin.buffer.read())  # from the router; holds the token
     logfile.configure(
         config["log_path"],
         f"%(asctime)s frontend[{os.getpid()}] %(levelname)s %(name)s: %(message)s",

@@ -30,6 +30,8 @@ FD_RESERVE = 64
 #: Seconds a dropped subscriber's last bytes may make no progress before the connection is
 #: aborted with what it has not read.
 CLOSE_FLUSH_DEADLINE_S = 5.0
+#: Connections accepted in one pass of the adapter's loop (the kernel queues the rest).
+ACCEPT_BATCH = 16
 #: Seconds between two log lines of one kind of refusal (the rest are counted).
 LOG_INTERVAL_S = 10.0
 
@@ -50,7 +52,8 @@ def max_unauthenticated() -> int:
 class RateLimitedLog:
     """At most one warning per kind per LOG_INTERVAL_S; the next one says how many were held."""
 
-    def __init__(self) -> None:
+    def __init__(self, log_to: logging.Logger = logger) -> None:
+        self.logger = log_to
         self.last: dict[str, float] = {}
         self.held: dict[str, int] = {}
 
@@ -67,9 +70,9 @@ class RateLimitedLog:
     def warning(self, kind: str, message: str) -> None:
         held = self.allow(kind)
         if held:
-            logger.warning("%s (and %d more not logged)", message, held)
+            self.logger.warning("%s (and %d more not logged)", message, held)
         elif held is not None:
-            logger.warning("%s", message)
+            self.logger.warning("%s", message)
 
     def loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """The loop's exception handler: accept errors (EMFILE) and the like, rate-limited."""

@@ -22,13 +22,24 @@ from typing import Any
 
 import zmq
 
-from pebrel import PROTOCOL, __version__, entrypoints, injection, logfile, proctree, runtimelock
+from pebrel import (
+    PROTOCOL,
+    __version__,
+    entrypoints,
+    fdlimit,
+    injection,
+    logfile,
+    proctree,
+    runtimelock,
+)
 from pebrel import messages as m
 from pebrel.datadir import (
     LOG_FILE,
+    PORT_FILE,
     PortInfo,
     ensure_data_dir,
     open_log,
+    refuse_symlink,
     remove_port_file,
     write_port_file,
 )
@@ -51,7 +62,6 @@ logger = logging.getLogger(__name__)
 #: The frontend's old ZeroMQ identity: a ZeroMQ peer that claims it is dropped (the adapter
 #: speaks over the frontend link only).
 FRONTEND_ID = b"frontend"
-FRONTEND_CONFIG_ENV = "PEBREL_FRONTEND_CONFIG"
 STARTUP_TIMEOUT_S = 20.0
 EXIT_ALREADY_RUNNING = 3
 EXIT_UNSAFE_FILE = 4
@@ -242,29 +252,32 @@ class RouterApp:
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start_frontend(self) -> subprocess.Popen[bytes]:
-        """Start the adapter with its end of the frontend link."""
+        """Start the adapter with its end of the frontend link.
+
+        Its config (the token among it) goes through its stdin, never its argv or environment,
+        which `ps` shows.
+        """
         ours, theirs = socket.socketpair()
-        env = dict(os.environ)
-        env[FRONTEND_CONFIG_ENV] = json.dumps(
-            {
-                "link_fd": theirs.fileno(),
-                "token": self.token,
-                "log_path": str(self.data_dir / LOG_FILE),
-                "version": __version__,
-            }
-        )
+        config = {
+            "link_fd": theirs.fileno(),
+            "token": self.token,
+            "log_path": str(self.data_dir / LOG_FILE),
+            "version": __version__,
+        }
         try:
             with open_log(self.data_dir / LOG_FILE) as log:
                 proc = subprocess.Popen(
                     module_argv(entrypoints.ADAPTER),
-                    env=env,
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
                     stderr=log,
                     close_fds=True,
                     pass_fds=(theirs.fileno(),),
                     start_new_session=True,
                 )
+            assert proc.stdin is not None
+            with proc.stdin:  # a few hundred bytes: the pipe takes them at once
+                proc.stdin.write(json.dumps(config).encode())
         except BaseException:
             ours.close()
             raise
@@ -354,8 +367,9 @@ class RouterApp:
 
 
 def main() -> None:
-    data_dir = ensure_data_dir()
     try:
+        data_dir = ensure_data_dir()
+        refuse_symlink(data_dir / PORT_FILE)  # replaced at the end of the start, never followed
         logfile.configure(
             str(data_dir / LOG_FILE),
             f"%(asctime)s router[{os.getpid()}] %(levelname)s %(name)s: %(message)s",
@@ -374,6 +388,7 @@ def main() -> None:
     except SettingsError as exc:
         print(f"pebrel: {exc}", file=sys.stderr)
         sys.exit(2)
+    fdlimit.raise_soft_limit()  # the adapter inherits it; the fork server puts it back
     injection.install(injection.ROUTER)
     proctree.set_child_subreaper()
     proctree.request_short_slice()  # answer promptly while pane workers keep the cores busy

@@ -24,7 +24,7 @@ import subprocess
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from pebrel import entrypoints, proctree
+from pebrel import entrypoints, fdlimit, proctree
 from pebrel.datadir import open_log
 from pebrel.entrypoints import module_argv
 from pebrel.errors import ErrorCode, PebrelError
@@ -144,6 +144,7 @@ class ForkServer:
                     close_fds=True,
                     pass_fds=(theirs.fileno(),),
                     start_new_session=True,
+                    env={**os.environ, **fdlimit.original_env()},
                 )
                 proctree.OWN_CHILDREN.add(self.proc.pid)  # never taken for an orphan
         except BaseException:

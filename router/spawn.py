@@ -12,10 +12,12 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from pebrel import fdlimit
 from pebrel import messages as m
 from pebrel.envcontract import pane_env
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.router import links
+from pebrel.router.adapter_limits import RateLimitedLog
 from pebrel.router.links import WorkerLink, WorkerProcess
 from pebrel.router.state import Pane, Window
 from pebrel.shellids import ShellChoice
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from pebrel.router.runtime import Runtime
 
 logger = logging.getLogger(__name__)
+#: Panes refused for want of descriptors: logged at most once per interval.
+_refusals = RateLimitedLog(logger)
 
 SPAWN_TIMEOUT_S = 15.0
 
@@ -38,6 +42,16 @@ async def spawn_pane(
     rt: Runtime, window: Window, shell: ShellChoice, cwd: str, cols: int, rows: int
 ) -> Pane:
     """Start a worker with its shell; return the pane once its shell process exists."""
+    short = fdlimit.pane_headroom()
+    if short is not None:  # before anything changes: the refusal leaves no trace
+        count, limit = short
+        _refusals.warning("pane refused", f"pane refused: {count} of {limit} file descriptors open")
+        raise PebrelError(
+            ErrorCode.ACTION_FAILED,
+            f"too many open files: the runtime has {count} of its {limit} file descriptors "
+            "open; close panes, or raise the open-file limit (ulimit -n) and restart it",
+            {"reason": "open_file_limit", "open_files": count, "limit": limit},
+        )
     pane_id = window.allocate_pane_id()
     pane = Pane(
         window_id=window.window_id,

@@ -27,7 +27,7 @@ import socket
 import sys
 import time
 
-from pebrel import injection, proctree
+from pebrel import fdlimit, injection, proctree
 from pebrel.messages import MessageError
 from pebrel.messages.forkserver import (
     ChildExited,
@@ -252,6 +252,7 @@ def _warm_caches() -> None:
 
 def main() -> None:
     proctree.set_parent_death_signal(signal.SIGTERM)
+    fdlimit.restore_soft_limit()  # pane workers and shells get the limit the user had
     # argv: the runtime log (workers inherit the open handler), the router's endpoint, the fd
     # of the spares channel (a Unix socket the router passed)
     log_path, endpoint, channel_fd = sys.argv[1:4]
