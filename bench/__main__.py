@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     if out is None:
         log(f"partial run: {RESULTS} left as it is (pass --out FILE to keep this table)")
     else:
-        out.write_text(report.markdown(rows, machine, notes), encoding="utf-8")
+        kept = report.kept_sections(out.read_text(encoding="utf-8")) if out.exists() else ""
+        out.write_text(report.markdown(rows, machine, notes) + kept, encoding="utf-8")
         log(f"wrote {out}")
     return 0
 
