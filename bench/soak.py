@@ -97,6 +97,9 @@ class Soak:
         return target
 
     def setup(self) -> sc.Plan:
+        if self.args.scrollback_lines is not None:  # settings.toml is read at start
+            settings = self.side.data_dir / "settings.toml"
+            settings.write_text(f"scrollback_lines = {self.args.scrollback_lines}\n")
         self.side.start()
         printers = [
             self._window(f"while :; do echo tick-{i} $RANDOM; sleep {gap}; done")
@@ -262,7 +265,12 @@ class Soak:
             f"{len(BURSTS)} bursty, {IDLE} idle, "
             f"{RUNNERS} pane.run, {AGENTS} fake agents), 32 clients (think time "
             f"{self.args.think_s:g} s), tabs and panes created and closed continuously; "
-            f"`python -m bench soak --minutes {self.args.minutes:g}`."
+            f"`python -m bench soak --minutes {self.args.minutes:g}"
+            + (
+                f" --scrollback-lines {self.args.scrollback_lines}`."
+                if self.args.scrollback_lines is not None
+                else "`."
+            )
         )
         last = self.samples[-1].brief() if self.samples else {}
         return soak_report.markdown(
@@ -323,7 +331,16 @@ def main(argv: list[str]) -> int:
         default=None,
         help="left out of the slopes (default 5, or 20%% of a shorter run)",
     )
+    parser.add_argument(
+        "--scrollback-lines",
+        type=int,
+        default=None,
+        help="the panes' scrollback cap (settings.toml; default Pebrel's 10,000): a small one "
+        "fills within the run, so the workers' slopes show them with full histories",
+    )
     args = parser.parse_args(argv)
+    if args.scrollback_lines is not None and args.scrollback_lines < 0:
+        parser.error("--scrollback-lines must not be negative")
     if args.minutes <= 0 or args.sample_s <= 0 or args.think_s < 0:
         parser.error("--minutes and --sample-s must be positive, --think-s not negative")
     if args.jsonl is None:
