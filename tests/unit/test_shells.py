@@ -6,6 +6,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -40,7 +41,16 @@ class ShellSession:
     """A shell on a PTY, with everything it wrote kept in ``output``."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.proc = PtyProcess.spawn(argv, env=env, cwd=str(cwd), dimensions=(24, 200))
+        # SIGINT as a terminal gives it: a test run started as a background job of a
+        # non-interactive shell ignores SIGINT, and a shell restores what it inherited for its
+        # commands, so `sleep` would ignore ^C (the runtime's panes reset it: workers/).
+        self.proc = PtyProcess.spawn(
+            argv,
+            env=env,
+            cwd=str(cwd),
+            dimensions=(24, 200),
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         self.output = b""
         self._da1_answered = 0
 
