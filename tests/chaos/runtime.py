@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import psutil
 from pebrel import entrypoints
 from pebrel.client import Client
 from pebrel.datadir import LOG_FILE, RUNTIME_LOCK, SETTINGS_FILE, START_LOCK
+from tests.conftest import processes_of
 
 #: What a data dir may hold once its runtime ended (README, "Settings and logs").
 DOCUMENTED_LEFTOVERS = frozenset({LOG_FILE, RUNTIME_LOCK, START_LOCK, SETTINGS_FILE})
@@ -110,21 +110,7 @@ class ChaosRuntime:
 
     def processes(self) -> list[psutil.Process]:
         """Every live process whose environment names this data dir."""
-        marker = f"PEBREL_DATA_DIR={self.data_dir}".encode()
-        found = []
-        for proc in psutil.process_iter(["pid"]):
-            if proc.pid == os.getpid():
-                continue
-            try:
-                if proc.status() == psutil.STATUS_ZOMBIE:
-                    continue
-                with open(f"/proc/{proc.pid}/environ", "rb") as handle:
-                    environ = handle.read().split(b"\0")
-            except (OSError, psutil.Error):
-                continue
-            if marker in environ:
-                found.append(proc)
-        return found
+        return processes_of(self.data_dir)
 
     def router_child(self, module: str) -> psutil.Process | None:
         try:

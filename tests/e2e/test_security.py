@@ -24,7 +24,6 @@ import pytest
 from pebrel import entrypoints
 from pebrel.entrypoints import module_argv
 from tests.conftest import (
-    PEBREL,
     Runtime,
     at_prompt,
     base_env,
@@ -32,23 +31,13 @@ from tests.conftest import (
     stop_and_check,
 )
 from tests.e2e.test_limits import raise_own_limit
+from tests.e2e.test_robustness import pebrel as run_cli
 from tests.e2e.test_transport import Wire, port_info
 from tests.e2e.test_transport_limits import closed_by_server
 
 pytestmark = pytest.mark.timeout(120)
 
 NOBODY = 65534
-
-
-def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PEBREL, *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def refused(result: subprocess.CompletedProcess[str], why: str) -> None:
