@@ -38,7 +38,8 @@ import psutil
 
 from pebrel import entrypoints
 from tests.chaos.clients import ChaosClient, Ledger
-from tests.chaos.runtime import ChaosRuntime, poll
+from tests.chaos.runtime import ChaosRuntime
+from tests.conftest import poll_until
 
 SEED_ENV = "PEBREL_CHAOS_SEED"
 VICTIMS = ("worker", "shell", "forkserver", "spare", "adapter")
@@ -257,7 +258,9 @@ class Chaos:
         # A pane started before the router reaped the fork server may have gone to its spare,
         # which dies with it: such a pane is exited with the fork server's reason
         # (docs/protocol.md). Once reaped, the next pane starts on a new fork server.
-        if kind == "forkserver" and not poll(lambda: not psutil.pid_exists(victim.pid), SETTLE_S):
+        if kind == "forkserver" and not poll_until(
+            lambda: not psutil.pid_exists(victim.pid), SETTLE_S, interval_s=0.05
+        ):
             self.violation(f"fork server {victim.pid} not reaped {SETTLE_S} s after its kill")
         if kind in ("forkserver", "spare"):
             self.check_new_window(kind)
@@ -272,7 +275,7 @@ class Chaos:
             record.update(found or {"closed": True})
             return bool(found is None or found["exited"])
 
-        if not poll(exited, SETTLE_S):
+        if not poll_until(exited, SETTLE_S, interval_s=0.05):
             self.violation(f"pane {where} not exited {SETTLE_S} s after its kill: {record}")
             return
         if record.get("closed"):
@@ -354,7 +357,9 @@ class Chaos:
         self.rt.ending = True
         self.report.blows["kill adapter"] += 1
         self.signal(adapter, signal.SIGKILL)
-        if not poll(lambda: not (self.rt.data_dir / "runtime.port").exists(), SETTLE_S):
+        if not poll_until(
+            lambda: not (self.rt.data_dir / "runtime.port").exists(), SETTLE_S, interval_s=0.05
+        ):
             self.violation("runtime.port still there after the adapter's death")
         status = self.rt.cli("runtime", "status")
         if status.returncode != 3:

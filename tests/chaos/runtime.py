@@ -14,7 +14,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,23 +22,13 @@ import psutil
 from pebrel import entrypoints
 from pebrel.client import Client
 from pebrel.datadir import LOG_FILE, RUNTIME_LOCK, SETTINGS_FILE, START_LOCK
-from tests.conftest import processes_of
+from tests.conftest import poll_until, processes_of
 
 #: What a data dir may hold once its runtime ended (README, "Settings and logs").
 DOCUMENTED_LEFTOVERS = frozenset({LOG_FILE, RUNTIME_LOCK, START_LOCK, SETTINGS_FILE})
 
 #: How long the runtime's processes may take to go after a stop or an adapter death.
 END_TIMEOUT_S = 20.0
-
-
-def poll(predicate: Any, timeout_s: float, interval_s: float = 0.05) -> Any:
-    """Poll `predicate` until truthy or `timeout_s` passed; return the last value seen."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        last = predicate()
-        if last or time.monotonic() >= deadline:
-            return last
-        time.sleep(interval_s)  # the poll interval
 
 
 def _cmdline(proc: psutil.Process) -> list[str]:
@@ -157,7 +146,7 @@ class ChaosRuntime:
             return not found
 
         problems = []
-        if not poll(none_left, END_TIMEOUT_S):
+        if not poll_until(none_left, END_TIMEOUT_S, interval_s=0.05):
             described = [(p.pid, _cmdline(p)) for p in found]
             problems.append(f"processes outlived the runtime: {described}")
             for proc in found:
