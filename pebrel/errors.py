@@ -57,7 +57,7 @@ class PebrelError(Exception):
     """A failure with a public error code; raised by handlers, turned into an error envelope."""
 
     def __init__(
-        self, code: ErrorCode, message: str, details: dict[str, Any] | None = None
+        self, code: ErrorCode | CollabCode, message: str, details: dict[str, Any] | None = None
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -76,3 +76,49 @@ def internal_error() -> PebrelError:
         f"Pebrel failed unexpectedly; see incident {incident} in runtime.log",
         {"incident": incident},
     )
+
+
+class CollabCode(StrEnum):
+    """The collaboration layer's error codes (FEATURES I1-I4; the spec's own UPPER_CASE words).
+
+    `collab.*` answers carry them as ``error.code`` with ``details.retryable`` (from
+    `RETRYABLE`); the integration socket sends them as the spec's error line. Public API:
+    never rename or reuse.
+    """
+
+    INTEGRATION_RUNTIME_UNAVAILABLE = "INTEGRATION_RUNTIME_UNAVAILABLE"
+    INTEGRATION_PERMISSION_DENIED = "INTEGRATION_PERMISSION_DENIED"
+    COLLAB_STORAGE_UNAVAILABLE = "COLLAB_STORAGE_UNAVAILABLE"
+    IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    GROUP_NOT_FOUND = "GROUP_NOT_FOUND"
+    GROUP_NAME_CONFLICT = "GROUP_NAME_CONFLICT"
+    INTEGRATION_SESSION_NOT_FOUND = "INTEGRATION_SESSION_NOT_FOUND"
+    SESSION_ALREADY_REGISTERED = "SESSION_ALREADY_REGISTERED"
+    SESSION_NOT_IN_GROUP = "SESSION_NOT_IN_GROUP"
+    COLLAB_AGENT_UNAVAILABLE = "COLLAB_AGENT_UNAVAILABLE"
+    TASK_NOT_FOUND = "TASK_NOT_FOUND"
+    TASK_CHANGED = "TASK_CHANGED"
+    TASK_STATE_INVALID = "TASK_STATE_INVALID"
+    ATTEMPT_NOT_CURRENT = "ATTEMPT_NOT_CURRENT"
+    EVENT_NOT_FOUND = "EVENT_NOT_FOUND"
+    DECISION_NOT_FOUND = "DECISION_NOT_FOUND"
+    DECISION_ALREADY_ANSWERED = "DECISION_ALREADY_ANSWERED"
+    MESSAGE_NOT_FOUND = "MESSAGE_NOT_FOUND"
+    INVALID_EVENT_CURSOR = "INVALID_EVENT_CURSOR"
+
+
+#: The codes a caller may retry as they are (with the same idempotency key for a write).
+RETRYABLE: frozenset[CollabCode] = frozenset(
+    {CollabCode.INTEGRATION_RUNTIME_UNAVAILABLE, CollabCode.COLLAB_STORAGE_UNAVAILABLE}
+)
+
+
+class CollabError(PebrelError):
+    """A collaboration-layer failure: a `CollabCode`, with ``details.retryable`` always set."""
+
+    def __init__(
+        self, code: CollabCode, message: str, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(code, message, details)
+        self.details["retryable"] = code in RETRYABLE
