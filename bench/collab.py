@@ -1,0 +1,250 @@
+"""`python -m bench collab [--writes N] [--batch N]`: the collab service's durable writes
+against the floor of raw SQLite durable commits, and terminal reads during a write burst
+(issue #16 item 7).
+
+- **Floor**: the rows a task create commits (the task, its `task.created` fact, the journal
+  row, the group's sequence) written straight into a SQLite file beside the runtime's, WAL and
+  `synchronous=FULL`, one transaction per write, as the service does: the least a durable,
+  acknowledged write can cost on this disk.
+- **Pebrel, one by one**: `collab.task.create` over one persistent connection, each sent after
+  the previous answer: latency per acknowledged write (p50/p99) and writes/s.
+- **Pebrel, pipelined**: the same requests written `--batch` at a time before their answers are
+  read: writes/s, and each write's time from its batch being sent to its answer.
+- **Reads during a burst**: one client reads a pane (`pane.read lines=24`, persistent
+  connection) in a loop, first alone, then while another client pipelines `--writes` task
+  creates: p50/p99 of both.
+
+Prints a Markdown section for bench/RESULTS.md. Nothing here is a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench.pebrel_side import pebrel_executable
+from bench.stats import percentile
+from pebrel.client import Client
+
+TARGET_RATIO = 3.0  # p50 of a write at most 3x the floor's p50 (#16 item 7)
+READ_P99_TARGET_MS = 20.0
+
+
+@contextlib.contextmanager
+def runtime(root: Path) -> Iterator[Path]:
+    data = root / "data"
+    env = {**os.environ, "PEBREL_DATA_DIR": str(data)}
+    env.pop("PEBREL_TEST_INJECT", None)
+    exe = pebrel_executable()
+    started = subprocess.run(
+        [exe, "runtime", "start"], env=env, capture_output=True, text=True, timeout=60
+    )
+    if started.returncode != 0:
+        raise SystemExit(f"runtime start failed: {started.stdout}{started.stderr}")
+    try:
+        yield data
+    finally:
+        subprocess.run([exe, "runtime", "stop"], env=env, capture_output=True, timeout=120)
+
+
+def ms(seconds: float) -> float:
+    return seconds * 1000.0
+
+
+def floor_writes(path: Path, writes: int) -> list[float]:
+    """Durable commits of a task create's rows, one transaction each; seconds per commit."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.executescript(
+        """
+        CREATE TABLE g (id TEXT PRIMARY KEY, last_sequence INTEGER NOT NULL);
+        CREATE TABLE t (id TEXT PRIMARY KEY, group_id TEXT, title TEXT, content TEXT,
+            status TEXT, revision INTEGER, created_at INTEGER, updated_at INTEGER);
+        CREATE TABLE e (event_id TEXT UNIQUE, group_id TEXT, sequence INTEGER, kind TEXT,
+            created_at INTEGER, refs TEXT, payload TEXT, task_id TEXT, actor TEXT, body TEXT);
+        CREATE TABLE j (group_id TEXT, sequence INTEGER, event_id TEXT UNIQUE, kind TEXT,
+            created_at INTEGER, refs TEXT, payload TEXT, PRIMARY KEY (group_id, sequence))
+            WITHOUT ROWID;
+        INSERT INTO g VALUES ('grp_floor', 0);
+        """
+    )
+    took: list[float] = []
+    for i in range(writes):
+        payload = json.dumps({"event": {"title": f"task {i}", "content": "bench " * 20}})
+        started = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        seq = conn.execute(
+            "UPDATE g SET last_sequence = last_sequence + 1 WHERE id = 'grp_floor'"
+            " RETURNING last_sequence"
+        ).fetchone()[0]
+        now = time.time_ns() // 1_000_000
+        conn.execute(
+            "INSERT INTO t VALUES (?, 'grp_floor', ?, ?, 'open', 1, ?, ?)",
+            (f"tsk_{i}", f"task {i}", "bench " * 20, now, now),
+        )
+        conn.execute(
+            "INSERT INTO e VALUES (?, 'grp_floor', ?, 'task.created', ?, '{}', ?, ?, 'user', ?)",
+            (f"evt_{i}", seq, now, payload, f"tsk_{i}", payload),
+        )
+        conn.execute(
+            "INSERT INTO j VALUES ('grp_floor', ?, ?, 'task.created', ?, '{}', ?)",
+            (seq, f"evt_{i}", now, payload),
+        )
+        conn.execute("COMMIT")
+        took.append(time.perf_counter() - started)
+    conn.close()
+    return took
+
+
+def create_params(group: str, i: int) -> dict[str, Any]:
+    return {
+        "group": group,
+        "title": f"task {i}",
+        "content": "bench " * 20,
+        "idempotency_key": f"bench-{i}-{os.getpid()}",
+    }
+
+
+def one_by_one(data: Path, group: str, writes: int, start: int) -> list[float]:
+    took: list[float] = []
+    with Client(data, timeout_s=60) as client:
+        for i in range(start, start + writes):
+            started = time.perf_counter()
+            answer = client.call("collab.task.create", create_params(group, i))
+            took.append(time.perf_counter() - started)
+            if not answer.get("ok"):
+                raise SystemExit(f"collab.task.create failed: {answer}")
+    return took
+
+
+def pipelined(data: Path, group: str, writes: int, batch: int, start: int) -> list[float]:
+    """Each write's time from its batch being sent to its answer."""
+    took: list[float] = []
+    with Client(data, timeout_s=120) as client:
+        done = 0
+        while done < writes:
+            n = min(batch, writes - done)
+            sent_at = time.perf_counter()
+            ids = [
+                client.send("collab.task.create", create_params(group, start + done + k))
+                for k in range(n)
+            ]
+            pending = set(ids)
+            while pending:
+                answer = client.read_line()
+                if answer.get("id") in pending:
+                    pending.discard(answer["id"])
+                    took.append(time.perf_counter() - sent_at)
+                    if not answer.get("ok"):
+                        raise SystemExit(f"collab.task.create failed: {answer}")
+            done += n
+    return took
+
+
+def reads_for(data: Path, stop: threading.Event, out: list[float]) -> None:
+    with Client(data, timeout_s=60) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            answer = client.call("pane.read", {"window_id": 1, "pane_id": 1, "lines": 24})
+            out.append(time.perf_counter() - started)
+            if not answer.get("ok"):
+                raise SystemExit(f"pane.read failed: {answer}")
+
+
+def read_phase(data: Path, seconds: float) -> list[float]:
+    stop = threading.Event()
+    out: list[float] = []
+    reader = threading.Thread(target=reads_for, args=(data, stop, out))
+    reader.start()
+    time.sleep(seconds)
+    stop.set()
+    reader.join()
+    return out
+
+
+def row(name: str, took: list[float], wall: float, floor_p50: float | None = None) -> str:
+    p50 = ms(percentile(took, 50))
+    p99 = ms(percentile(took, 99))
+    per_s = len(took) / wall if wall else 0.0
+    ratio = f"{p50 / floor_p50:.2f}x" if floor_p50 else "1.00x (floor)"
+    return f"| {name} | {len(took)} | {p50:.2f} | {p99:.2f} | {per_s:.0f} | {ratio} |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench collab", description=__doc__)
+    parser.add_argument("--writes", type=int, default=1000, help="writes per phase (1000)")
+    parser.add_argument("--batch", type=int, default=100, help="pipelined batch size (100)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="pebrel-bench-collab-") as tmp:
+        root = Path(tmp)
+        t0 = time.perf_counter()
+        floor = floor_writes(root / "floor.db", args.writes)
+        floor_wall = time.perf_counter() - t0
+        floor_p50 = ms(percentile(floor, 50))
+        with runtime(root) as data:
+            with Client(data) as client:
+                made = client.call("collab.group.create", {"name": "bench"})
+                if not made.get("ok"):
+                    raise SystemExit(f"collab.group.create failed: {made}")
+                group = made["result"]["group"]["group_id"]
+            t0 = time.perf_counter()
+            single = one_by_one(data, group, args.writes, 0)
+            single_wall = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            batch = pipelined(data, group, args.writes, args.batch, args.writes)
+            batch_wall = time.perf_counter() - t0
+            quiet = read_phase(data, 3.0)
+            stop = threading.Event()
+            during: list[float] = []
+            reader = threading.Thread(target=reads_for, args=(data, stop, during))
+            reader.start()
+            try:
+                burst = pipelined(data, group, args.writes, args.writes, 2 * args.writes)
+            finally:
+                stop.set()
+                reader.join()
+    # Pipelined latencies include the wait behind the batch; writes/s is the figure to read.
+    lines = [
+        f"## Collab writes (`python -m bench collab --writes {args.writes}`, #16)",
+        "",
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; load average "
+        f"{os.getloadavg()[0]:.1f} at the end. Floor: the same rows committed straight into "
+        "SQLite (WAL, synchronous=FULL), one transaction per write, in the same directory.",
+        "",
+        "| writes | n | p50 ms | p99 ms | writes/s | p50 vs floor |",
+        "|---|---|---|---|---|---|",
+        row("floor: raw SQLite durable commit", floor, floor_wall),
+        row("collab.task.create, one by one", single, single_wall, floor_p50),
+        row(f"collab.task.create, pipelined by {args.batch}", batch, batch_wall, floor_p50),
+        "",
+        f"Target: one-by-one p50 at most {TARGET_RATIO:.0f}x the floor's p50: "
+        f"**{'pass' if ms(percentile(single, 50)) <= TARGET_RATIO * floor_p50 else 'FAIL'}**.",
+        "",
+        "| pane.read lines=24 | n | p50 ms | p99 ms |",
+        "|---|---|---|---|",
+        f"| alone | {len(quiet)} | {ms(percentile(quiet, 50)):.2f} "
+        f"| {ms(percentile(quiet, 99)):.2f} |",
+        f"| during a burst of {args.writes} pipelined task creates ({len(burst)} acknowledged) "
+        f"| {len(during)} | {ms(percentile(during, 50)):.2f} | {ms(percentile(during, 99)):.2f} |",
+        "",
+        f"Target: p99 of reads during the burst under {READ_P99_TARGET_MS:.0f} ms: "
+        f"**{'pass' if ms(percentile(during, 99)) < READ_P99_TARGET_MS else 'FAIL'}**.",
+    ]
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
