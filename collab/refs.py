@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from pebrel.collab.store import Store, Tx
 from pebrel.errors import CollabCode, CollabError
 
 #: A stored row: `sqlite3.Row` as read, or a plain mapping just written.
+#: Methods whose `session` param names the session acted on, not the acting one.
+SESSION_IS_TARGET: Final = frozenset(
+    {"collab.group.add", "collab.group.remove", "collab.session.get"}
+)
 Row: TypeAlias = "sqlite3.Row | Mapping[str, Any]"
 
 

@@ -147,6 +147,8 @@ def resolve(
     params: Mapping[str, Any],
 ) -> Actor:
     """The actor of one request, after the verb-level checks."""
+    if method in refs.SESSION_IS_TARGET:
+        params = {k: v for k, v in params.items() if k != "session"}
     actor = resolve_actor(store, snapshot, caller, params)
     check_verb(caller, actor, method)
     return actor

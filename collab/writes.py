@@ -15,6 +15,7 @@ from typing import Any
 
 from pebrel.collab.delivery import Queued
 from pebrel.collab.handler import Ctx
+from pebrel.collab.refs import SESSION_IS_TARGET
 from pebrel.collab.store import Tx
 from pebrel.errors import CollabCode, CollabError
 
@@ -45,6 +46,14 @@ def idempotency_key(params: Mapping[str, Any]) -> str | None:
     return key
 
 
+def keyed(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """What a key is bound to: the params without the acting `session` (the key's scope is
+    already the actor, so `--session S` given or defaulted is the same request)."""
+    if method in SESSION_IS_TARGET:
+        return dict(params)
+    return {k: v for k, v in params.items() if k != "session"}
+
+
 def replayed(ctx: Ctx, method: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
     """The remembered answer for this request's key, if any (for a handler that must call the
     runtime before its transaction: a retry is answered without calling it again)."""
@@ -52,7 +61,7 @@ def replayed(ctx: Ctx, method: str, params: Mapping[str, Any]) -> dict[str, Any]
     if key is None:
         return None
     with ctx.store.write() as tx:
-        earlier = tx.replay(ctx.actor.scope, key, method, params)
+        earlier = tx.replay(ctx.actor.scope, key, method, keyed(method, params))
     return None if earlier is None else dict(earlier)
 
 
@@ -61,13 +70,13 @@ def perform(ctx: Ctx, method: str, params: Mapping[str, Any], body: Body) -> dic
     key = idempotency_key(params)
     with ctx.store.write() as tx:
         if key is not None:
-            earlier = tx.replay(ctx.actor.scope, key, method, params)
+            earlier = tx.replay(ctx.actor.scope, key, method, keyed(method, params))
             if earlier is not None:
                 return dict(earlier)
         write = Write(tx, ctx)
         result = body(write)
         if key is not None:
-            tx.remember(ctx.actor.scope, key, method, params, result)
+            tx.remember(ctx.actor.scope, key, method, keyed(method, params), result)
     if write.queued:
         ctx.deliveries.kick()
     return result
