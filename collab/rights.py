@@ -13,6 +13,9 @@ request's optional `session` param become the **actor** a write is done as:
 | pane with no session, unknown | none | the user's shared rights only (origin: the pane) |
 | pane with no session, unknown | any | INTEGRATION_PERMISSION_DENIED |
 
+(For `group.add`, `group.remove` and `session.get` the `session` param names the session acted
+on, never the actor: `refs.SESSION_IS_TARGET`.)
+
 Then the verb: `USER_ONLY` verbs need the user calling as the user (never a pane caller, never
 acting as a session); `SESSION_ONLY` verbs need a session actor (and, in the handler, the
 attempt's assignee). Group rules are checked by the handlers with `require_member`: a session

@@ -141,6 +141,26 @@ async def lookup_agent(ctx: Ctx, ref: str) -> dict[str, Any]:
     return agent
 
 
+async def agent_pane(
+    ctx: Ctx, agent: Mapping[str, Any]
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The snapshot and the agent's pane in it; a fresh `runtime.snapshot` when the one seen
+    last does not have the pane yet."""
+
+    def pane_in(snapshot: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if snapshot is None:
+            return None
+        return find_pane(snapshot, agent.get("window_id"), agent.get("pane_id"))
+
+    snapshot = await current_snapshot(ctx)
+    if pane_in(snapshot) is None:
+        try:
+            snapshot = await ctx.terminal.call("runtime.snapshot", {})
+        except (PebrelError, TerminalUnavailable):
+            return None, None
+    return snapshot, pane_in(snapshot)
+
+
 async def register(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     ref = refs.text(params, "agent")
     group_ref = refs.opt_text(params, "group")
@@ -148,12 +168,7 @@ async def register(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     if earlier is not None:
         return earlier
     agent = await lookup_agent(ctx, ref)
-    snapshot = await current_snapshot(ctx)
-    pane = (
-        find_pane(snapshot, agent.get("window_id"), agent.get("pane_id"))
-        if snapshot is not None
-        else None
-    )
+    snapshot, pane = await agent_pane(ctx, agent)
     if snapshot is None or pane is None:
         raise CollabError(
             CollabCode.COLLAB_AGENT_UNAVAILABLE,

@@ -9,6 +9,7 @@ the commit, if the body queued a message, the delivery engine is kicked.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from pebrel.collab.delivery import Queued
 from pebrel.collab.handler import Ctx
 from pebrel.collab.refs import SESSION_IS_TARGET
-from pebrel.collab.store import Tx
+from pebrel.collab.store import Tx, storage_error
 from pebrel.errors import CollabCode, CollabError
 
 
@@ -68,15 +69,19 @@ def replayed(ctx: Ctx, method: str, params: Mapping[str, Any]) -> dict[str, Any]
 def perform(ctx: Ctx, method: str, params: Mapping[str, Any], body: Body) -> dict[str, Any]:
     """Run ``body`` as one durable write; its answer (or the remembered one)."""
     key = idempotency_key(params)
-    with ctx.store.write() as tx:
-        if key is not None:
-            earlier = tx.replay(ctx.actor.scope, key, method, keyed(method, params))
-            if earlier is not None:
-                return dict(earlier)
-        write = Write(tx, ctx)
-        result = body(write)
-        if key is not None:
-            tx.remember(ctx.actor.scope, key, method, keyed(method, params), result)
+    try:
+        with ctx.store.write() as tx:
+            if key is not None:
+                earlier = tx.replay(ctx.actor.scope, key, method, keyed(method, params))
+                if earlier is not None:
+                    return dict(earlier)
+            write = Write(tx, ctx)
+            result = body(write)
+            if key is not None:
+                tx.remember(ctx.actor.scope, key, method, keyed(method, params), result)
+    except sqlite3.OperationalError as exc:
+        # Disk full, I/O error, busy past its timeout: nothing was committed; retryable.
+        raise storage_error(exc) from exc
     if write.queued:
         ctx.deliveries.kick()
     return result

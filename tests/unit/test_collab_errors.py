@@ -261,3 +261,17 @@ def test_idempotency_conflict(world: World) -> None:
         content="b",
         idempotency_key="k1",
     )
+
+
+def test_storage_unavailable_is_retryable(world: World) -> None:
+    """A write the database refuses (here: read-only) answers COLLAB_STORAGE_UNAVAILABLE,
+    retryable, and leaves nothing behind."""
+    grp = world.group()
+    before = world.state()
+    world.store.conn.execute("PRAGMA query_only = ON")
+    with pytest.raises(CollabError) as info:
+        world.call("collab.task.create", group=grp, title="t", content="c")
+    world.store.conn.execute("PRAGMA query_only = OFF")
+    assert info.value.code == C.COLLAB_STORAGE_UNAVAILABLE
+    assert info.value.details["retryable"] is True
+    assert world.state() == before and world.deliveries.kicks == 0

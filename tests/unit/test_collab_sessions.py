@@ -128,3 +128,11 @@ def test_capabilities(world: World) -> None:
     assert caps["integration_protocol"] == 1 and caps["local_only"] is True
     assert caps["caller"] == {"kind": "user"}
     assert caps["features"]["tasks"] is True and caps["features"]["principals"] is False
+
+
+def test_register_reads_a_fresh_snapshot_when_the_seen_one_lacks_the_pane(world: World) -> None:
+    world.service.on_snapshot({"runtime_id": RUNTIME_ID, "revision": 1, "windows": []})
+    world.terminal.add_agent("alice", 3)
+    ses = world.call("collab.session.register", agent="alice")["session"]
+    assert ses["terminal_binding"]["pane_id"] == 3
+    assert ("runtime.snapshot", {}) in world.terminal.calls
