@@ -55,10 +55,19 @@ def how_to_report(session_id: str, task_id: str, attempt_id: str) -> str:
     )
 
 
-def assignment(session_id: str, task_id: str, attempt_id: str, title: str, content: str) -> str:
+def assignment(
+    session_id: str,
+    task_id: str,
+    attempt_id: str,
+    title: str,
+    content: str,
+    revisions: list[tuple[int, str]],
+) -> str:
+    """The task as assigned: its text, then every revision so far (a new attempt sees them)."""
+    revised = "".join(f"Revision {number}:\n{text}\n\n" for number, text in revisions)
     return (
         f"{HEADER} Task {task_id} is assigned to you (session {session_id},"
-        f" attempt {attempt_id}).\nTitle: {title}\n\n{content}\n\n"
+        f" attempt {attempt_id}).\nTitle: {title}\n\n{content}\n\n{revised}"
         f"{how_to_report(session_id, task_id, attempt_id)}"
     )
 

@@ -8,6 +8,8 @@ projection and any message to the assignee commit together, or nothing does.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any, Final
 
 from pebrel.collab import refs, rights, task_texts
@@ -43,18 +45,27 @@ def member_task(w: Write, ref: str) -> refs.Row:
 def assign_to(w: Write, task: refs.Row, assignee: str) -> dict[str, Any]:
     """Open an attempt for ``assignee``, record task.assigned and queue the assignment."""
     attempt_id = open_attempt(w, task, assignee)
-    task = update(
-        w,
-        str(task["id"]),
-        current_attempt_id=attempt_id,
-        plan_state=None,
-    )
+    task = update(w, str(task["id"]), current_attempt_id=attempt_id, plan_state=None)
     attempt = refs.attempt(w.tx, str(task["id"]), attempt_id)
     ev = append(
         w, task, "assigned", attempt_id=attempt_id, assignee=assignee, revision=task["revision"]
     )
+    revisions = [
+        json.loads(row["body"])["event"]
+        for row in refs.rows(
+            w.tx,
+            "SELECT body FROM task_events WHERE task_id = ? AND kind = 'task.revise'"
+            " ORDER BY sequence",
+            (task["id"],),
+        )
+    ]
     text = task_texts.assignment(
-        assignee, str(task["id"]), attempt_id, str(task["title"]), str(task["content"])
+        assignee,
+        str(task["id"]),
+        attempt_id,
+        str(task["title"]),
+        str(task["content"]),
+        [(int(r["revision"]), str(r["content"])) for r in revisions],
     )
     queued = deliver(w, task, attempt, text, reply_to_event_id=ev.event_id)
     return {
@@ -278,31 +289,41 @@ async def answer(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     return perform(ctx, "collab.task.answer", params, body)
 
 
-def simple(method: str, kind: str, allowed: frozenset[str], change: Any) -> Handler:
+def change_status(
+    ctx: Ctx,
+    params: dict[str, Any],
+    method: str,
+    kind: str,
+    allowed: frozenset[str],
+    status_of: Callable[[refs.Row], str],
+) -> dict[str, Any]:
     """close / reopen: a status change and its event."""
+    ref = refs.text(params, "task")
 
-    async def handler(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
-        ref = refs.text(params, "task")
+    def body(w: Write) -> dict[str, Any]:
+        task = member_task(w, ref)
+        require_status(task, allowed, kind)
+        task = update(w, str(task["id"]), status=status_of(task))
+        ev = append(w, task, kind, attempt_id=task["current_attempt_id"], status=task["status"])
+        return {"task": summary(w.tx, task), "event_id": ev.event_id}
 
-        def body(w: Write) -> dict[str, Any]:
-            task = member_task(w, ref)
-            require_status(task, allowed, kind)
-            task = update(w, str(task["id"]), status=change(task))
-            ev = append(w, task, kind, attempt_id=task["current_attempt_id"], status=task["status"])
-            return {"task": summary(w.tx, task), "event_id": ev.event_id}
-
-        return perform(ctx, method, params, body)
-
-    return handler
+    return perform(ctx, method, params, body)
 
 
-close = simple("collab.task.close", "close", LIVE, lambda task: CLOSED)
-reopen = simple(
-    "collab.task.reopen",
-    "reopen",
-    frozenset({CLOSED}),
-    lambda task: ACCEPTED if task["accepted_artifact_id"] else OPEN,
-)
+async def close(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
+    return change_status(ctx, params, "collab.task.close", "close", LIVE, lambda task: CLOSED)
+
+
+async def reopen(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
+    """Back to open, or to accepted when it was closed with an accepted result."""
+    return change_status(
+        ctx,
+        params,
+        "collab.task.reopen",
+        "reopen",
+        frozenset({CLOSED}),
+        lambda task: ACCEPTED if task["accepted_artifact_id"] else OPEN,
+    )
 
 
 async def approve_plan(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:

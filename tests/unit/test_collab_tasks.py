@@ -191,8 +191,10 @@ def test_reassign_opens_a_new_attempt(world: World) -> None:
     tid = created["task"]["task_id"]
     assert "attempt_id" not in created and created["task"]["assignee"] is None
     first = world.call("collab.task.assign", task=tid, assignee=alice, revision=1)
-    second = world.call("collab.task.assign", task=tid, assignee=bob, revision=2)
-    assert second["task"]["revision"] == 3 and second["task"]["assignee"] == bob
+    world.call("collab.task.revise", task=tid, revision=2, content="Use tables")
+    second = world.call("collab.task.assign", task=tid, assignee=bob, revision=3)
+    assert "Revision 3:\nUse tables" in message_text(world, second["message_id"])
+    assert second["task"]["revision"] == 4 and second["task"]["assignee"] == bob
     full = world.call("collab.task.get", task=tid)["task"]
     assert [(a["number"], a["current"]) for a in full["attempts"]] == [(1, False), (2, True)]
     world.fails(
