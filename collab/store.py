@@ -133,6 +133,7 @@ CREATE TABLE IF NOT EXISTS artifacts ({_EVENT_DDL},
     id TEXT PRIMARY KEY,
     task_id TEXT NOT NULL REFERENCES tasks(id),
     attempt_id TEXT NOT NULL,
+    revision INTEGER NOT NULL,
     content TEXT NOT NULL,
     summary TEXT,
     evidence TEXT
@@ -463,7 +464,7 @@ def storage_error(exc: sqlite3.Error) -> CollabError:
     )
 
 
-def event_record(row: Mapping[str, Any]) -> dict[str, Any]:
+def event_record(row: sqlite3.Row | Mapping[str, Any]) -> dict[str, Any]:
     """A journal row as the public event envelope (I2.2), without the cursor."""
     refs = json.loads(row["refs"])
     return {

@@ -1,0 +1,200 @@
+"""Who may do what: the one place for the spec's "任务与权限" table (I3.2, #16 item 2).
+
+Two callers exist in this issue: the local user (the token holder outside any pane) and a
+process inside a pane. The router stamps each request with its caller; here the caller and the
+request's optional `session` param become the **actor** a write is done as:
+
+| caller | `session` param | actor |
+|---|---|---|
+| user | none | the user |
+| user | S (exists) | session S (the user may act as any session) |
+| pane bound to S | none or S | session S |
+| pane bound to S | another session | INTEGRATION_PERMISSION_DENIED |
+| pane with no session, unknown | none | the user's shared rights only (origin: the pane) |
+| pane with no session, unknown | any | INTEGRATION_PERMISSION_DENIED |
+
+(For `group.add`, `group.remove` and `session.get` the `session` param names the session acted
+on, never the actor: `refs.SESSION_IS_TARGET`.)
+
+Then the verb: `USER_ONLY` verbs need the user calling as the user (never a pane caller, never
+acting as a session); `SESSION_ONLY` verbs need a session actor (and, in the handler, the
+attempt's assignee). Group rules are checked by the handlers with `require_member`: a session
+acts only in its own group and reads only its own group's tasks and events.
+
+This guards against agents overstepping their role, not against a hostile process of the same
+OS user (docs/collab.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pebrel.collab import refs
+from pebrel.collab.handler import Actor
+from pebrel.collab.sessions import session_online
+from pebrel.collab.store import Store, Tx
+from pebrel.errors import CollabCode, CollabError
+
+USER: Final = Actor("user")
+
+#: Verbs only the local user may do (accept, approve-plan, group and session management).
+USER_ONLY: Final = frozenset(
+    {
+        "collab.group.create",
+        "collab.group.add",
+        "collab.group.remove",
+        "collab.session.register",
+        "collab.task.accept",
+        "collab.task.approve_plan",
+    }
+)
+#: Verbs only a session may do (the handler then checks it is the attempt's assignee).
+SESSION_ONLY: Final = frozenset(
+    {
+        "collab.task.respond",
+        "collab.task.report",
+        "collab.task.question",
+        "collab.task.submit_plan",
+        "collab.reply",
+    }
+)
+#: Verbs that change nothing.
+READS: Final = frozenset(
+    {
+        "collab.capabilities",
+        "collab.group.list",
+        "collab.group.show",
+        "collab.session.get",
+        "collab.session.list",
+        "collab.task.get",
+        "collab.task.list",
+        "collab.message.get",
+        "collab.events.list",
+    }
+)
+
+
+def denied(message: str, **details: Any) -> CollabError:
+    return CollabError(CollabCode.INTEGRATION_PERMISSION_DENIED, message, details)
+
+
+def is_pane(caller: Mapping[str, Any]) -> bool:
+    """Anything but the user is treated as a pane caller (an unknown peer included)."""
+    return caller.get("kind") != "user"
+
+
+def pane_session(
+    store: Store, snapshot: Mapping[str, Any] | None, caller: Mapping[str, Any]
+) -> str | None:
+    """The session bound to the caller's pane and online there now (the newest of several).
+
+    None for an unknown caller, before the first snapshot, or when no session is online in
+    that pane: a session is never matched by pane numbers alone (a restarted runtime reuses
+    them).
+    """
+    if caller.get("kind") != "pane" or snapshot is None:
+        return None
+    found = refs.rows(
+        store,
+        "SELECT * FROM sessions WHERE json_extract(terminal_binding, '$.window_id') = ?"
+        " AND json_extract(terminal_binding, '$.pane_id') = ? ORDER BY created_at DESC, rowid DESC",
+        (caller.get("window_id"), caller.get("pane_id")),
+    )
+    for row in found:
+        if session_online(row, snapshot)[0]:
+            return str(row["id"])
+    return None
+
+
+def resolve_actor(
+    store: Store,
+    snapshot: Mapping[str, Any] | None,
+    caller: Mapping[str, Any],
+    params: Mapping[str, Any],
+) -> Actor:
+    """Who the request acts as (see the table in the module docstring)."""
+    claimed = params.get("session")
+    if claimed is not None and not isinstance(claimed, str):
+        raise CollabError(CollabCode.INVALID_ARGUMENT, "session must be a session id")
+    if not is_pane(caller):
+        if claimed is None:
+            return USER
+        return Actor("session", str(refs.session(store, claimed)["id"]))
+    bound = pane_session(store, snapshot, caller)
+    if claimed is not None and claimed != bound:
+        raise denied(
+            "a process in a pane acts only as the session bound to its own pane",
+            session=claimed,
+            bound_session=bound,
+        )
+    return Actor("session", bound) if bound is not None else USER
+
+
+def check_verb(caller: Mapping[str, Any], actor: Actor, method: str) -> None:
+    """The verb-level rules: user-only and session-only verbs."""
+    if method in USER_ONLY and (is_pane(caller) or actor.kind != "user"):
+        raise denied(f"{method} is the local user's alone", method=method)
+    if method in SESSION_ONLY and actor.kind != "session":
+        raise denied(
+            f"{method} is done by a session: pass session (pebrel collab --session ID)",
+            method=method,
+        )
+
+
+def resolve(
+    store: Store,
+    snapshot: Mapping[str, Any] | None,
+    caller: Mapping[str, Any],
+    method: str,
+    params: Mapping[str, Any],
+) -> Actor:
+    """The actor of one request, after the verb-level checks."""
+    if method in refs.SESSION_IS_TARGET:
+        params = {k: v for k, v in params.items() if k != "session"}
+    actor = resolve_actor(store, snapshot, caller, params)
+    check_verb(caller, actor, method)
+    return actor
+
+
+def caller_wire(caller: Mapping[str, Any], actor: Actor) -> dict[str, Any]:
+    """The caller as collab.capabilities reports it: user, session, or a pane with none."""
+    if actor.kind == "session":
+        return actor.wire()
+    return {"kind": "pane"} if is_pane(caller) else {"kind": "user"}
+
+
+def origin(caller: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Where a write came from when that is not the user's own process (kept in events)."""
+    if not is_pane(caller):
+        return None
+    return {k: caller[k] for k in ("kind", "window_id", "pane_id") if k in caller}
+
+
+# -- group rules (the handlers call these) --------------------------------------------------------
+def session_group(db: Store | Tx, actor: Actor) -> str | None:
+    if actor.session_id is None:
+        return None
+    row = refs.session(db, actor.session_id)
+    return None if row["group_id"] is None else str(row["group_id"])
+
+
+def require_member(db: Store | Tx, actor: Actor, group_id: str) -> None:
+    """A session acts (and reads tasks and events) only in its own group."""
+    if actor.kind != "session":
+        return
+    if session_group(db, actor) != group_id:
+        raise denied(
+            "this session is not a member of the task's group",
+            session=actor.session_id,
+            group_id=group_id,
+        )
+
+
+def require_assignee(actor: Actor, attempt: refs.Row) -> None:
+    if actor.session_id != attempt["assignee_session"]:
+        raise denied(
+            "only the attempt's assignee may do this",
+            session=actor.session_id,
+            attempt_id=attempt["id"],
+        )

@@ -1,0 +1,125 @@
+"""The collab service's domain entry: one request in, one answer out (FEATURES I1-I4, #16).
+
+`collab/app.py` (the process) owns the router link; it hands every `CollabRequest` to
+`Service.handle` and every `SnapshotChanged` to `Service.on_snapshot`. `handle` resolves who
+the request acts as (collab/rights.py), then calls the method's handler from the merged
+tables below (grepping a method name finds its handler). A handler returns its result or
+raises `CollabError`; it never formats text for humans.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import pebrel
+from pebrel.collab import (
+    events,
+    groups,
+    replies,
+    rights,
+    sessions,
+    task_records,
+    task_reports,
+    tasks,
+)
+from pebrel.collab.handler import Ctx, Deliveries, Handler
+from pebrel.collab.store import Store
+from pebrel.collab.terminal import Terminal
+from pebrel.errors import CollabCode, CollabError
+
+logger = logging.getLogger(__name__)
+
+INTEGRATION_PROTOCOL: Final = 1
+
+
+async def capabilities(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
+    """What this service speaks and who is asking (I1.7, without principals yet)."""
+    return {
+        "server_version": pebrel.__version__,
+        "integration_protocol": INTEGRATION_PROTOCOL,
+        "local_only": True,
+        "caller": rights.caller_wire(ctx.caller, ctx.actor),
+        "features": {
+            "groups": True,
+            "sessions": True,
+            "tasks": True,
+            "messages": True,
+            "journal": True,
+            "principals": False,
+            "events_stream": False,
+            "startup_input_conditions": False,
+            "integration_policy_update": False,
+        },
+    }
+
+
+HANDLERS: Final[dict[str, Handler]] = {
+    "collab.capabilities": capabilities,
+    **groups.HANDLERS,
+    **sessions.HANDLERS,
+    **tasks.HANDLERS,
+    **task_reports.HANDLERS,
+    **task_records.HANDLERS,
+    **replies.HANDLERS,
+    **events.HANDLERS,
+}
+
+
+class NoDeliveries:
+    """Until the delivery engine is plugged in: queued messages wait in the database."""
+
+    def kick(self) -> None:
+        return None
+
+
+class SeenTerminal:
+    """The terminal as handlers see it: its calls, and the newest snapshot the service saw."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.service.terminal.call(method, params)
+
+    def snapshot(self) -> dict[str, Any] | None:
+        return self.service.latest_snapshot()
+
+
+class Service:
+    def __init__(
+        self, store: Store, terminal: Terminal, deliveries: Deliveries | None = None
+    ) -> None:
+        self.store = store
+        self.terminal = terminal
+        self.deliveries: Deliveries = deliveries if deliveries is not None else NoDeliveries()
+        self.handlers: dict[str, Handler] = dict(HANDLERS)
+        self.seen = SeenTerminal(self)
+        self.snapshot: dict[str, Any] | None = None
+
+    def latest_snapshot(self) -> dict[str, Any] | None:
+        return self.snapshot if self.snapshot is not None else self.terminal.snapshot()
+
+    async def handle(
+        self, method: str, params: dict[str, Any], caller: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Answer one `collab.*` request as ``caller``; raises `CollabError`."""
+        handler = self.handlers.get(method)
+        if handler is None:
+            raise CollabError(
+                CollabCode.INVALID_ARGUMENT, f"no collab method {method!r}", {"method": method}
+            )
+        actor = rights.resolve(self.store, self.latest_snapshot(), caller, method, params)
+        ctx = Ctx(self.store, self.seen, self.deliveries, caller, actor)
+        return await handler(ctx, params)
+
+    def on_snapshot(self, snapshot: dict[str, Any]) -> None:
+        """The runtime's snapshot changed (session tracking hooks in here)."""
+        self.snapshot = snapshot
+
+    async def start(self) -> None:
+        """Recovery and the delivery loop start here (collab/deliverer.py)."""
+        logger.info("collab service started")
+
+    def close(self) -> None:
+        logger.info("collab service closed")

@@ -1,0 +1,211 @@
+"""A task's append-only history and its projection (I3, #16 item 3).
+
+Each task fact is one `task_events` row carrying its journal event (the seven event columns);
+its payload is the spec's `{"event": {...}}` and the row's `body` holds the same. The `tasks`
+row is the projection (status, revision, current attempt, plan state), updated in the same
+transaction. Messages to the assignee are queued here too, in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from pebrel.collab import outbox, refs, rights
+from pebrel.collab.delivery import FAILED, Queued, append_stage, queue_message
+from pebrel.collab.store import Event, dumps, new_id
+from pebrel.collab.writes import Write
+from pebrel.errors import CollabCode, CollabError
+
+#: All provenance (source, origin, metadata) of one task at most this many bytes (I3.3).
+PROVENANCE_MAX_BYTES: Final = 16 * 1024
+OPEN: Final = "open"
+ACCEPTED: Final = "accepted"
+CLOSED: Final = "closed"
+#: Statuses a task can be worked on in (comment, revise, question, answer, assign).
+LIVE: Final = frozenset({OPEN, ACCEPTED})
+
+
+def source(w: Write) -> str:
+    return "session" if w.ctx.actor.kind == "session" else "user"
+
+
+def provenance(w: Write, metadata: Any) -> dict[str, Any]:
+    """The task's provenance; INVALID_ARGUMENT for a non-object metadata or over 16 KiB."""
+    if metadata is not None and not isinstance(metadata, dict):
+        raise CollabError(
+            CollabCode.INVALID_ARGUMENT, "metadata must be a JSON object", {"param": "metadata"}
+        )
+    found = {"source": source(w), "origin": rights.origin(w.ctx.caller), "metadata": metadata}
+    try:
+        size = len(dumps(found).encode())
+    except ValueError as exc:
+        raise CollabError(
+            CollabCode.INVALID_ARGUMENT, "metadata must be plain JSON", {"param": "metadata"}
+        ) from exc
+    if size > PROVENANCE_MAX_BYTES:
+        raise CollabError(
+            CollabCode.INVALID_ARGUMENT,
+            f"provenance is {size} bytes; at most {PROVENANCE_MAX_BYTES}",
+            {"param": "metadata", "bytes": size, "limit": PROVENANCE_MAX_BYTES},
+        )
+    return found
+
+
+def append(
+    w: Write,
+    task: refs.Row,
+    kind: str,
+    *,
+    attempt_id: str | None,
+    content: str | None = None,
+    reply_to_event_id: str | None = None,
+    event_id: str | None = None,
+    **extra: Any,
+) -> Event:
+    """Append `task.<kind>` to the task's history and its group's journal."""
+    event_id = event_id or new_id("evt")
+    actor = w.ctx.actor.wire()
+    body = {
+        "event_id": event_id,
+        "task_id": task["id"],
+        "kind": f"task.{kind}",
+        "actor": actor,
+        "source": source(w),
+        "origin": rights.origin(w.ctx.caller),
+        "attempt_id": attempt_id,
+        "content": content,
+        "reply_to_event_id": reply_to_event_id,
+        "created_at": w.tx.now,
+        **extra,
+    }
+    payload = {"event": body}
+    event_refs = {
+        "task_id": task["id"],
+        "attempt_id": attempt_id,
+        "artifact_id": extra.get("artifact_id"),
+        "message_id": extra.get("message_id"),
+        "reply_to_event_id": reply_to_event_id,
+        "source": source(w),
+        "actor": actor,
+    }
+    ev = w.tx.event(str(task["group_id"]), f"task.{kind}", payload, event_refs, event_id)
+    w.tx.fact(
+        "task_events",
+        ev,
+        {
+            "task_id": task["id"],
+            "attempt_id": attempt_id,
+            "actor": dumps(actor),
+            "body": dumps(payload),
+            "reply_to_event_id": reply_to_event_id,
+        },
+    )
+    return ev
+
+
+def update(w: Write, task_id: str, **fields: Any) -> refs.Row:
+    """Change the task's projection; returns the new row."""
+    fields["updated_at"] = w.tx.now
+    sets = ", ".join(f"{name} = :{name}" for name in fields)
+    w.tx.execute(f"UPDATE tasks SET {sets} WHERE id = :task_id", {**fields, "task_id": task_id})
+    return refs.task(w.tx, task_id)
+
+
+def check_revision(task: refs.Row, revision: int) -> None:
+    if revision != task["revision"]:
+        raise CollabError(
+            CollabCode.TASK_CHANGED,
+            f"task {task['id']} is at revision {task['revision']}, not {revision}",
+            {"task_id": task["id"], "revision": task["revision"]},
+        )
+
+
+def require_status(task: refs.Row, allowed: frozenset[str], action: str) -> None:
+    if task["status"] not in allowed:
+        raise CollabError(
+            CollabCode.TASK_STATE_INVALID,
+            f"cannot {action} a task that is {task['status']}",
+            {"task_id": task["id"], "status": task["status"]},
+        )
+
+
+def require_attempt(w: Write, task: refs.Row, action: str) -> refs.Row:
+    """The task's current attempt; TASK_STATE_INVALID when it has no assignee yet."""
+    found = refs.current_attempt(w.tx, task)
+    if found is None:
+        raise CollabError(
+            CollabCode.TASK_STATE_INVALID,
+            f"cannot {action}: task {task['id']} has no assignee",
+            {"task_id": task["id"]},
+        )
+    return found
+
+
+def open_attempt(w: Write, task: refs.Row, assignee: str) -> str:
+    """A new attempt of the task for ``assignee`` (numbered from 1)."""
+    row = refs.one(
+        w.tx, "SELECT coalesce(max(number), 0) AS n FROM attempts WHERE task_id = ?", (task["id"],)
+    )
+    attempt_id = new_id("att")
+    w.tx.insert(
+        "attempts",
+        {
+            "id": attempt_id,
+            "task_id": task["id"],
+            "number": int(row["n"] if row else 0) + 1,
+            "assignee_session": assignee,
+            "created_at": w.tx.now,
+            "last_report": None,
+        },
+    )
+    return attempt_id
+
+
+def member_session(w: Write, ref: str, group_id: str) -> str:
+    """A session that may be an assignee in this group (SESSION_NOT_IN_GROUP otherwise)."""
+    row = refs.session(w.tx, ref)
+    if row["group_id"] != group_id:
+        raise CollabError(
+            CollabCode.SESSION_NOT_IN_GROUP,
+            f"session {row['id']} is not in the task's group",
+            {"session_id": row["id"], "group_id": group_id},
+        )
+    return str(row["id"])
+
+
+def deliver(
+    w: Write,
+    task: refs.Row,
+    attempt: refs.Row,
+    content: str,
+    reply_to_event_id: str | None = None,
+) -> Queued:
+    """Queue ``content`` to the attempt's assignee. If the assignee has left the task's group,
+    the message is failed at once with reason "removed_from_group" (an explicit record)."""
+    group_id = str(task["group_id"])
+    assignee = str(attempt["assignee_session"])
+    queued = queue_message(
+        w.tx,
+        group_id=group_id,
+        to_session=assignee,
+        from_actor=w.ctx.actor.wire(),
+        content=content,
+        task_id=str(task["id"]),
+        attempt_id=str(attempt["id"]),
+        reply_to_event_id=reply_to_event_id,
+    )
+    if refs.session(w.tx, assignee)["group_id"] != group_id:
+        append_stage(
+            w.tx,
+            group_id=group_id,
+            delivery_id=queued.delivery_id,
+            message_id=queued.message_id,
+            task_id=str(task["id"]),
+            attempt_id=str(attempt["id"]),
+            stage=FAILED,
+            reason=outbox.REMOVED_FROM_GROUP,
+            tries=0,
+        )
+    else:
+        w.queued.append(queued)
+    return queued

@@ -1,0 +1,87 @@
+"""One write request: its transaction, its idempotency key, and the delivery kick (I3.1).
+
+Every collab write runs its body inside one `Store.write()` transaction. With an
+`idempotency_key` the stored answer of an earlier request with the same key (scoped to the
+actor) is returned instead, or IDEMPOTENCY_CONFLICT for other params; the new answer is stored
+in the same transaction as the facts, so an acknowledged write and its key never part. After
+the commit, if the body queued a message, the delivery engine is kicked.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pebrel.collab.delivery import Queued
+from pebrel.collab.handler import Ctx
+from pebrel.collab.refs import SESSION_IS_TARGET
+from pebrel.collab.store import Tx, storage_error
+from pebrel.errors import CollabCode, CollabError
+
+
+@dataclass(slots=True)
+class Write:
+    """What a write body gets: the open transaction, the request's context, and a place to
+    note the messages it queued."""
+
+    tx: Tx
+    ctx: Ctx
+    queued: list[Queued] = field(default_factory=list)
+
+
+Body = Callable[[Write], dict[str, Any]]
+
+
+def idempotency_key(params: Mapping[str, Any]) -> str | None:
+    key = params.get("idempotency_key")
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key or len(key) > 200:
+        raise CollabError(
+            CollabCode.INVALID_ARGUMENT,
+            "idempotency_key must be a non-empty string of at most 200 characters",
+            {"param": "idempotency_key"},
+        )
+    return key
+
+
+def keyed(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """What a key is bound to: the params without the acting `session` (the key's scope is
+    already the actor, so `--session S` given or defaulted is the same request)."""
+    if method in SESSION_IS_TARGET:
+        return dict(params)
+    return {k: v for k, v in params.items() if k != "session"}
+
+
+def replayed(ctx: Ctx, method: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The remembered answer for this request's key, if any (for a handler that must call the
+    runtime before its transaction: a retry is answered without calling it again)."""
+    key = idempotency_key(params)
+    if key is None:
+        return None
+    with ctx.store.write() as tx:
+        earlier = tx.replay(ctx.actor.scope, key, method, keyed(method, params))
+    return None if earlier is None else dict(earlier)
+
+
+def perform(ctx: Ctx, method: str, params: Mapping[str, Any], body: Body) -> dict[str, Any]:
+    """Run ``body`` as one durable write; its answer (or the remembered one)."""
+    key = idempotency_key(params)
+    try:
+        with ctx.store.write() as tx:
+            if key is not None:
+                earlier = tx.replay(ctx.actor.scope, key, method, keyed(method, params))
+                if earlier is not None:
+                    return dict(earlier)
+            write = Write(tx, ctx)
+            result = body(write)
+            if key is not None:
+                tx.remember(ctx.actor.scope, key, method, keyed(method, params), result)
+    except sqlite3.OperationalError as exc:
+        # Disk full, I/O error, busy past its timeout: nothing was committed; retryable.
+        raise storage_error(exc) from exc
+    if write.queued:
+        ctx.deliveries.kick()
+    return result
