@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from pebrel.collab import refs, rights
 from pebrel.collab.handler import Ctx, Handler
-from pebrel.collab.store import event_record
+from pebrel.collab.journal import event_record
 from pebrel.errors import CollabCode, CollabError
 
 DEFAULT_LIMIT: Final = 100

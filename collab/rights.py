@@ -10,8 +10,11 @@ request's optional `session` param become the **actor** a write is done as:
 | user | S (exists) | session S (the user may act as any session) |
 | pane bound to S | none or S | session S |
 | pane bound to S | another session | INTEGRATION_PERMISSION_DENIED |
-| pane with no session, unknown | none | the user's shared rights only (origin: the pane) |
+| pane with no session, unknown | none | reads only (writes: INTEGRATION_PERMISSION_DENIED) |
 | pane with no session, unknown | any | INTEGRATION_PERMISSION_DENIED |
+
+A pane caller acts only as the session bound to its own pane, never as the user: a process in a
+pane with no registered session may read, and nothing else.
 
 (For `group.add`, `group.remove` and `session.get` the `session` param names the session acted
 on, never the actor: `refs.SESSION_IS_TARGET`.)
@@ -133,6 +136,11 @@ def resolve_actor(
 
 def check_verb(caller: Mapping[str, Any], actor: Actor, method: str) -> None:
     """The verb-level rules: user-only and session-only verbs."""
+    if is_pane(caller) and actor.kind != "session" and method not in READS:
+        raise denied(
+            "a process in a pane acts only as the session bound to that pane, and none is",
+            method=method,
+        )
     if method in USER_ONLY and (is_pane(caller) or actor.kind != "user"):
         raise denied(f"{method} is the local user's alone", method=method)
     if method in SESSION_ONLY and actor.kind != "session":

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -29,174 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from pebrel.collab import journal
+from pebrel.collab.ddl import EVENT_COLUMNS, FACT_TABLES, JOURNAL_DDL, SCHEMA
 from pebrel.errors import CollabCode, CollabError
+
+logger = logging.getLogger(__name__)
 
 DB_DIR: Final = "collab"
 DB_FILE: Final = "collab.db"
 SCHEMA_VERSION: Final = 1
-#: Retention (I2.4): the newest events kept per group, and the journal's payload bytes in all.
-RETAIN_EVENTS_PER_GROUP: Final = 10_000
-RETAIN_BYTES: Final = 64 * 1024 * 1024
-
-#: The columns every event-producing fact table has, in this order.
-EVENT_COLUMNS: Final = (
-    "event_id",
-    "group_id",
-    "sequence",
-    "kind",
-    "created_at",
-    "refs",
-    "payload",
-)
-_EVENT_DDL: Final = """
-    event_id TEXT NOT NULL UNIQUE,
-    group_id TEXT NOT NULL,
-    sequence INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    refs TEXT NOT NULL,
-    payload TEXT NOT NULL"""
-
-#: The fact tables that produce journal events (each has `EVENT_COLUMNS`).
-FACT_TABLES: Final = ("task_events", "artifacts", "messages", "delivery_stages", "session_events")
-
-#: Times are Unix milliseconds (integers) everywhere.
-SCHEMA: Final = f"""
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS groups (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    created_at INTEGER NOT NULL,
-    last_sequence INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    group_id TEXT REFERENCES groups(id),
-    agent_id TEXT NOT NULL,
-    agent_name TEXT,
-    generation INTEGER NOT NULL,
-    agent_kind TEXT NOT NULL,
-    native_session_id TEXT,
-    state TEXT NOT NULL,
-    error_code TEXT,
-    terminal_binding TEXT NOT NULL,
-    launch_profile_id TEXT,
-    principal_id TEXT,
-    cwd TEXT,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS session_events ({_EVENT_DDL},
-    session_id TEXT NOT NULL REFERENCES sessions(id)
-);
-CREATE TABLE IF NOT EXISTS launch_snapshots (
-    session_id TEXT PRIMARY KEY REFERENCES sessions(id),
-    executable TEXT NOT NULL,
-    argv TEXT NOT NULL,
-    cwd TEXT NOT NULL,
-    resume_argv TEXT NOT NULL,
-    startup_input TEXT
-);
-CREATE TABLE IF NOT EXISTS tasks (
-    id TEXT PRIMARY KEY,
-    group_id TEXT NOT NULL REFERENCES groups(id),
-    title TEXT NOT NULL,
-    content TEXT NOT NULL,
-    status TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    current_attempt_id TEXT,
-    plan_state TEXT,
-    accepted_artifact_id TEXT,
-    source TEXT NOT NULL,
-    origin TEXT,
-    external_actor TEXT,
-    metadata TEXT,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS attempts (
-    id TEXT PRIMARY KEY,
-    task_id TEXT NOT NULL REFERENCES tasks(id),
-    number INTEGER NOT NULL,
-    assignee_session TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    last_report TEXT
-);
-CREATE TABLE IF NOT EXISTS task_events ({_EVENT_DDL},
-    task_id TEXT NOT NULL REFERENCES tasks(id),
-    attempt_id TEXT,
-    actor TEXT NOT NULL,
-    body TEXT NOT NULL,
-    reply_to_event_id TEXT
-);
-CREATE TABLE IF NOT EXISTS artifacts ({_EVENT_DDL},
-    id TEXT PRIMARY KEY,
-    task_id TEXT NOT NULL REFERENCES tasks(id),
-    attempt_id TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    content TEXT NOT NULL,
-    summary TEXT,
-    evidence TEXT
-);
-CREATE TABLE IF NOT EXISTS decisions (
-    id TEXT PRIMARY KEY,
-    task_id TEXT NOT NULL REFERENCES tasks(id),
-    attempt_id TEXT NOT NULL,
-    question_event_id TEXT NOT NULL,
-    question TEXT NOT NULL,
-    answer TEXT,
-    answer_event_id TEXT,
-    answered_by TEXT,
-    answered_at INTEGER
-);
-CREATE TABLE IF NOT EXISTS messages ({_EVENT_DDL},
-    id TEXT PRIMARY KEY,
-    to_session TEXT NOT NULL,
-    from_actor TEXT NOT NULL,
-    thread_id TEXT,
-    reply_to TEXT,
-    task_id TEXT,
-    attempt_id TEXT,
-    reply_to_event_id TEXT,
-    content TEXT NOT NULL,
-    metadata TEXT
-);
-CREATE TABLE IF NOT EXISTS delivery_stages ({_EVENT_DDL},
-    delivery_id TEXT NOT NULL,
-    message_id TEXT NOT NULL REFERENCES messages(id),
-    stage TEXT NOT NULL,
-    reason TEXT,
-    try INTEGER NOT NULL,
-    at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS delivery_stages_message ON delivery_stages(message_id);
-CREATE INDEX IF NOT EXISTS task_events_task ON task_events(task_id);
-CREATE INDEX IF NOT EXISTS messages_to ON messages(to_session);
-CREATE TABLE IF NOT EXISTS journal_floor (
-    group_id TEXT PRIMARY KEY,
-    floor INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS idempotency (
-    scope TEXT NOT NULL,
-    key TEXT NOT NULL,
-    request_hash TEXT NOT NULL,
-    response TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    PRIMARY KEY (scope, key)
-);
-"""
-JOURNAL_DDL: Final = """
-CREATE TABLE IF NOT EXISTS journal (
-    group_id TEXT NOT NULL,
-    sequence INTEGER NOT NULL,
-    event_id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    refs TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    PRIMARY KEY (group_id, sequence)
-) WITHOUT ROWID;
-"""
 
 
 def now_ms() -> int:
@@ -250,6 +92,8 @@ class Tx:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.now = now_ms()
+        #: The events this transaction appended (retention looks at them after the commit).
+        self.events: list[Event] = []
 
     def execute(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, args)
@@ -291,6 +135,7 @@ class Tx:
         )
         cols = ev.columns()
         self.insert("journal", {k: cols[k] for k in EVENT_COLUMNS})
+        self.events.append(ev)
         return ev
 
     def fact(self, table: str, ev: Event, row: Mapping[str, Any]) -> None:
@@ -354,7 +199,12 @@ class Store:
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
+        self.floors: dict[str, int] = {}
         self.rebuilt = self.ensure_journal()
+        #: The journal's payload bytes (kept in memory: this process is the only writer).
+        self.journal_bytes = int(
+            self.conn.execute("SELECT coalesce(sum(length(payload)), 0) FROM journal").fetchone()[0]
+        )
 
     def close(self) -> None:
         self.conn.close()
@@ -366,8 +216,9 @@ class Store:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise storage_error(exc) from exc
+        tx = Tx(self.conn)
         try:
-            yield Tx(self.conn)
+            yield tx
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
@@ -377,6 +228,8 @@ class Store:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("ROLLBACK")
             raise storage_error(exc) from exc
+        if tx.events:
+            self.retain(tx.events)
 
     def read(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         cur = self.conn.execute(sql, args)
@@ -413,48 +266,42 @@ class Store:
             )
             return max(cur.rowcount, 0)
 
-    def trim_journal(self, group_id: str) -> None:
-        """Retention (I2.4): keep the newest events of the group, and the bytes bound overall.
-
-        The floor (the highest trimmed sequence) is stored so a rebuild never brings trimmed
-        events back.
-        """
-        with self.write() as tx:
-            row = tx.execute(
-                "SELECT max(sequence) FROM journal WHERE group_id = ?", (group_id,)
-            ).fetchone()
-            if row is None or row[0] is None:
-                return
-            floor = int(row[0]) - RETAIN_EVENTS_PER_GROUP
-            total = tx.execute("SELECT coalesce(sum(length(payload)), 0) FROM journal").fetchone()
-            if int(total[0]) > RETAIN_BYTES:
-                # Drop the oldest events of the group until the total fits (bounded per trim).
-                acc = 0
-                for seq, size in tx.execute(
-                    "SELECT sequence, length(payload) FROM journal WHERE group_id = ?"
-                    " ORDER BY sequence",
-                    (group_id,),
-                ):
-                    acc += int(size)
-                    floor = max(floor, int(seq))
-                    if int(total[0]) - acc <= RETAIN_BYTES:
-                        break
-            if floor <= 0:
-                return
-            tx.execute(
-                "INSERT INTO journal_floor (group_id, floor) VALUES (?, ?)"
-                " ON CONFLICT(group_id) DO UPDATE SET floor = max(floor, excluded.floor)",
-                (group_id, floor),
-            )
-            tx.execute(
-                "DELETE FROM journal WHERE group_id = ? AND sequence <= ?", (group_id, floor)
-            )
-
     def floor(self, group_id: str) -> int:
-        row = self.conn.execute(
-            "SELECT floor FROM journal_floor WHERE group_id = ?", (group_id,)
-        ).fetchone()
-        return int(row[0]) if row else 0
+        """The highest sequence retention removed from the group's journal (0: none)."""
+        found = self.floors.get(group_id)
+        if found is None:
+            row = self.conn.execute(
+                "SELECT floor FROM journal_floor WHERE group_id = ?", (group_id,)
+            ).fetchone()
+            found = self.floors[group_id] = int(row[0]) if row else 0
+        return found
+
+    def retain(self, events: list[Event]) -> None:
+        """After a commit: trim what retention no longer keeps (collab/journal.py).
+
+        The write is already committed and acknowledged: a trim that fails is logged and
+        tried again after a later write, never reported as the write's failure.
+        """
+        try:
+            self._retain(events)
+        except (sqlite3.Error, CollabError):
+            logger.warning("journal retention could not trim; will try again", exc_info=True)
+
+    def _retain(self, events: list[Event]) -> None:
+        self.journal_bytes += sum(len(dumps(ev.payload)) for ev in events)
+        last: dict[str, int] = {}
+        for ev in events:
+            last[ev.group_id] = max(last.get(ev.group_id, 0), ev.sequence)
+        for group_id, sequence in last.items():
+            if sequence - self.floor(group_id) > journal.RETAIN_EVENTS_PER_GROUP + journal.SLACK:
+                with self.write() as tx:
+                    self.floors[group_id] = journal.trim_group(tx, group_id, sequence)
+        if self.journal_bytes > journal.RETAIN_BYTES:
+            with self.write() as tx:
+                excess = self.journal_bytes - journal.RETAIN_BYTES
+                floors, removed = journal.trim_bytes(tx, excess)
+            self.floors.update(floors)
+            self.journal_bytes -= removed
 
 
 def storage_error(exc: sqlite3.Error) -> CollabError:
@@ -462,18 +309,3 @@ def storage_error(exc: sqlite3.Error) -> CollabError:
         CollabCode.COLLAB_STORAGE_UNAVAILABLE,
         f"the collab database could not commit: {exc.__class__.__name__}",
     )
-
-
-def event_record(row: sqlite3.Row | Mapping[str, Any]) -> dict[str, Any]:
-    """A journal row as the public event envelope (I2.2), without the cursor."""
-    refs = json.loads(row["refs"])
-    return {
-        "type": "event",
-        "event_id": row["event_id"],
-        "group_id": row["group_id"],
-        "sequence": row["sequence"],
-        "kind": row["kind"],
-        "created_at": row["created_at"],
-        "payload": json.loads(row["payload"]),
-        **refs,
-    }

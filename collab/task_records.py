@@ -12,7 +12,8 @@ from typing import Any, Final
 
 from pebrel.collab import outbox, refs, rights
 from pebrel.collab.handler import Ctx, Handler
-from pebrel.collab.store import Store, Tx, event_record
+from pebrel.collab.journal import event_record
+from pebrel.collab.store import Store, Tx
 from pebrel.errors import CollabCode, CollabError
 
 STATUSES: Final = ("open", "accepted", "closed")

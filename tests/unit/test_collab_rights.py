@@ -305,7 +305,7 @@ VERBS = [
         P9,
         None,
         {"task": "task", "content": "?"},
-        None,
+        DENIED,
     ),
     Verb(
         "comment by other group",
