@@ -159,7 +159,8 @@ def json_value(option: str, text: str | None, kinds: tuple[type, ...]) -> Any:
     except ValueError as exc:
         raise click.UsageError(f"{option} is not valid JSON: {exc}") from exc
     if not isinstance(value, kinds):
-        names = [{dict: "object", list: "array", str: "string"}[kind] for kind in kinds]
+        words: dict[type, str] = {dict: "object", list: "array", str: "string"}
+        names = [words[kind] for kind in kinds]
         wanted = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
         raise click.UsageError(f"{option} must be a JSON {wanted}")
     return value
