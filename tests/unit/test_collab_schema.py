@@ -8,12 +8,13 @@ UPPER_CASE table (`CollabCode`, `$defs.collab_error_code`), and any of them can 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from pebrel.errors import RETRYABLE, CollabCode
-from pebrel.schema import load_schema, resolve, validate_params
+from pebrel.schema import SCHEMA_FILE, load_schema, resolve, validate_params
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -36,6 +37,20 @@ READS = {
 def spec(name: str) -> dict[str, Any]:
     found: dict[str, Any] = load_schema()["methods"][name]
     return found
+
+
+def test_the_schema_file_names_each_key_once() -> None:
+    """A key written twice (a method entry merged in from two branches) would silently keep
+    only the last one: refuse it."""
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in items]
+        repeated.extend(key for key in set(keys) if keys.count(key) > 1)
+        return dict(items)
+
+    json.loads(SCHEMA_FILE.read_text(encoding="utf-8"), object_pairs_hook=pairs)
+    assert repeated == []
 
 
 def test_the_collab_methods_are_the_issue_s() -> None:
