@@ -1,4 +1,4 @@
-"""The `pebrel` command: resource verbs, `ctl` (full protocol), `env`, `runtime`.
+"""The `pebrel` command: resource verbs, `ctl` (full protocol), `collab`, `env`, `runtime`.
 
 Each command's module is imported only when that command runs (LazyGroup): this module is what
 the console script imports on every call, so it stays cheap.
@@ -14,6 +14,7 @@ from pebrel.cli.lazygroup import LazyGroup
 #: Every top-level command and where it lives ("module:attribute").
 COMMANDS = {
     "agent": "pebrel.cli.agent_cmd:agent",
+    "collab": "pebrel.cli.collab_cmd:collab",
     "ctl": "pebrel.cli.ctl_cmd:ctl",
     "env": "pebrel.cli.env_cmd:env",
     "hook": "pebrel.cli.hook_cmd:hook",

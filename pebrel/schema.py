@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pebrel.errors import ErrorCode, PebrelError
+from pebrel.errors import CollabCode, ErrorCode, PebrelError
 
 SCHEMA_FILE = Path(__file__).with_name("runtime-api-v1.schema.json")
 
@@ -219,7 +219,8 @@ _DOC_WIDTH = 100
 
 
 def _codes(codes: list[str]) -> str:
-    order = {str(code): index for index, code in enumerate(ErrorCode)}
+    """Codes in their tables' order: the runtime's (ErrorCode), then the collab layer's."""
+    order = {str(code): index for index, code in enumerate([*ErrorCode, *CollabCode])}
     return ", ".join(f"`{code}`" for code in sorted(codes, key=order.__getitem__))
 
 

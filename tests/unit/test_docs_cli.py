@@ -68,6 +68,15 @@ def doc_commands() -> list[DocCommand]:
 DOC_COMMANDS = doc_commands()
 
 
+def group_option(group: click.Group, ctx: click.Context, word: str) -> click.Option | None:
+    """The option of the group itself that ``word`` (``--name`` or ``--name=value``) names."""
+    name = word.split("=", 1)[0]
+    for param in group.get_params(ctx):
+        if isinstance(param, click.Option) and name in param.opts and name != "--help":
+            return param
+    return None
+
+
 def paths_of(command: DocCommand) -> list[tuple[list[str], list[str]]]:
     """Each command path a doc command names (`a|b` expanded), with the words that follow it.
 
@@ -77,10 +86,15 @@ def paths_of(command: DocCommand) -> list[tuple[list[str], list[str]]]:
     paths: list[tuple[list[str], list[str]]] = []
 
     def walk(group: click.Command, path: list[str], rest: list[str]) -> None:
+        ctx = click.Context(group, info_name=path[-1] if path else "pebrel")
+        if isinstance(group, click.Group) and rest and rest[0].startswith("--"):
+            own = group_option(group, ctx, rest[0])
+            if own is not None:  # a group's own option (`collab --session ID task ...`)
+                walk(group, path, rest[1 if own.is_flag or "=" in rest[0] else 2 :])
+                return
         if not isinstance(group, click.Group) or not rest or not VERB_WORDS.fullmatch(rest[0]):
             paths.append((path, rest))
             return
-        ctx = click.Context(group, info_name=path[-1] if path else "pebrel")
         for verb in rest[0].split("|"):
             sub = group.get_command(ctx, verb)
             assert sub is not None, (
@@ -166,3 +180,12 @@ def test_a_verb_that_does_not_exist_is_caught(text: str, wrong: str) -> None:
     """The check itself: an unknown verb anywhere in the path fails."""
     with pytest.raises(AssertionError, match=wrong):
         paths_of(DocCommand("example", text))
+
+
+def test_a_group_s_own_option_is_passed_over() -> None:
+    """`pebrel collab --session ID task respond ...`: the group's option and its value are
+    not verbs; the walk goes on to the verbs after them (#16)."""
+    text = "pebrel collab --session ses_1 task respond tsk_1 --attempt att_1 --content x"
+    assert paths_of(DocCommand("example", text)) == [
+        (["collab", "task", "respond"], ["tsk_1", "--attempt", "att_1", "--content", "x"])
+    ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pebrel.errors import ErrorCode, PebrelError
+from pebrel.errors import RETRYABLE, CollabCode, ErrorCode, PebrelError
 from pebrel.schema import load_schema
 
 #: FEATURES R2.2 "Codes in use", copied verbatim.
@@ -64,6 +64,23 @@ def test_error_codes_are_the_schema_enum() -> None:
     enum = load_schema()["$defs"]["error_code"]["enum"]
     assert len(enum) == len(set(enum))
     assert set(enum) == {str(code) for code in ErrorCode}
+
+
+def test_collab_codes_are_the_schema_collab_enum() -> None:
+    """I1-I4 (#16): the schema's collab_error_code enum is CollabCode, and an error's code may
+    be either table's."""
+    schema = load_schema()
+    enum = schema["$defs"]["collab_error_code"]["enum"]
+    assert len(enum) == len(set(enum))
+    assert set(enum) == {str(code) for code in CollabCode}
+    assert not set(enum) & {str(code) for code in ErrorCode}
+    assert schema["$defs"]["error"]["properties"]["code"] == {
+        "anyOf": [{"$ref": "#/$defs/error_code"}, {"$ref": "#/$defs/collab_error_code"}]
+    }
+    assert {code.name: code.value for code in CollabCode} == {
+        code.value: code.value for code in CollabCode
+    }
+    assert set(CollabCode) >= RETRYABLE
 
 
 def test_member_names_spell_their_values() -> None:

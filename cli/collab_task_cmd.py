@@ -1,0 +1,337 @@
+"""`pebrel collab task ...`: tasks, attempts, reports and consultations (I3, #16).
+
+The user creates, assigns, comments, revises, answers, approves plans and accepts; the
+assignee (an agent acting as its session) reports, responds, asks and submits plans. Which
+caller may do what is the service's to check (docs/collab.md, "Who may do what"); the CLI only
+sends what it was given, with the acting session of `pebrel collab --session` and an
+idempotency key on every write.
+"""
+
+from __future__ import annotations
+
+import click
+
+from pebrel.cli.collab_request import (
+    REPORT_STATUSES,
+    TASK_STATUSES,
+    acting_session,
+    collab_request,
+    content_options,
+    evidence_value,
+    idempotency_option,
+    metadata_value,
+    read,
+    read_content,
+    refuse_session,
+    write,
+)
+from pebrel.cli.options import pretty_option
+
+task_arg = click.argument("task_id", metavar="TASK")
+revision_option = click.option(
+    "--revision",
+    type=click.IntRange(min=1),
+    required=True,
+    help="The task's current revision (TASK_CHANGED if it moved on).",
+)
+
+
+@click.group()
+def task() -> None:
+    """Create, assign and follow tasks; report on them as their assignee."""
+
+
+@task.command("create")
+@click.option("--group", "group_ref", required=True, help="The task's group (id or name).")
+@click.option("--title", required=True, help="A short title (at most 256 characters).")
+@content_options(required=True)
+@click.option("--assignee", help="Assign it at once to this session (ses_...) of the group.")
+@click.option("--metadata", help="A JSON object stored with the task.")
+@idempotency_option
+@pretty_option
+def create(
+    group_ref: str,
+    title: str,
+    content: str | None,
+    content_file: str | None,
+    assignee: str | None,
+    metadata: str | None,
+    idempotency_key: str | None,
+    pretty: bool,
+) -> None:
+    """Create an open task; with --assignee, attempt 1 and its delivery are queued too."""
+    write(
+        "task.create",
+        idempotency_key,
+        pretty,
+        group=group_ref,
+        title=title,
+        content=read_content(content, content_file, required=True),
+        assignee=assignee,
+        metadata=metadata_value(metadata),
+        session=acting_session(),
+    )
+
+
+@task.command("get")
+@task_arg
+@pretty_option
+def get(task_id: str, pretty: bool) -> None:
+    """TASK with its attempts, events, artifacts, decisions and outbox (deliveries)."""
+    read(collab_request("task.get", task=task_id), pretty)
+
+
+@task.command("list")
+@click.option("--group", "group_ref", help="Only this group's tasks (id or name).")
+@click.option("--status", type=click.Choice(TASK_STATUSES), help="Only tasks in this status.")
+@pretty_option
+def list_tasks(group_ref: str | None, status: str | None, pretty: bool) -> None:
+    """Task summaries."""
+    read(collab_request("task.list", group=group_ref, status=status), pretty)
+
+
+@task.command("assign")
+@task_arg
+@click.option("--assignee", required=True, help="The session (ses_...) to work on it.")
+@revision_option
+@idempotency_option
+@pretty_option
+def assign(
+    task_id: str, assignee: str, revision: int, idempotency_key: str | None, pretty: bool
+) -> None:
+    """Open a new attempt of TASK for --assignee and queue the task to it."""
+    write(
+        "task.assign",
+        idempotency_key,
+        pretty,
+        task=task_id,
+        assignee=assignee,
+        revision=revision,
+        session=acting_session(),
+    )
+
+
+@task.command("comment")
+@task_arg
+@content_options(required=True)
+@idempotency_option
+@pretty_option
+def comment(
+    task_id: str,
+    content: str | None,
+    content_file: str | None,
+    idempotency_key: str | None,
+    pretty: bool,
+) -> None:
+    """Ask the current assignee about TASK; the delivered text ends with the respond command."""
+    text = read_content(content, content_file, required=True)
+    write(
+        "task.comment",
+        idempotency_key,
+        pretty,
+        task=task_id,
+        content=text,
+        session=acting_session(),
+    )
+
+
+@task.command("revise")
+@task_arg
+@revision_option
+@content_options(required=True)
+@idempotency_option
+@pretty_option
+def revise(
+    task_id: str,
+    revision: int,
+    content: str | None,
+    content_file: str | None,
+    idempotency_key: str | None,
+    pretty: bool,
+) -> None:
+    """Change TASK's requirements: it reopens and its accepted result loses acceptance."""
+    write(
+        "task.revise",
+        idempotency_key,
+        pretty,
+        task=task_id,
+        revision=revision,
+        content=read_content(content, content_file, required=True),
+        session=acting_session(),
+    )
+
+
+@task.command("question")
+@task_arg
+@content_options(required=True)
+@idempotency_option
+@pretty_option
+def question(
+    task_id: str,
+    content: str | None,
+    content_file: str | None,
+    idempotency_key: str | None,
+    pretty: bool,
+) -> None:
+    """As TASK's assignee, ask a question the user answers once (a decision)."""
+    text = read_content(content, content_file, required=True)
+    write(
+        "task.question",
+        idempotency_key,
+        pretty,
+        task=task_id,
+        content=text,
+        session=acting_session(),
+    )
+
+
+@task.command("answer")
+@task_arg
+@click.option("--decision", required=True, help="The question's decision id (dec_...).")
+@content_options(required=True)
+@idempotency_option
+@pretty_option
+def answer(
+    task_id: str,
+    decision: str,
+    content: str | None,
+    content_file: str | None,
+    idempotency_key: str | None,
+    pretty: bool,
+) -> None:
+    """Answer an open question of TASK's current attempt; the answer goes to the assignee."""
+    write(
+        "task.answer",
+        idempotency_key,
+        pretty,
+        task=task_id,
+        decision=decision,
+        content=read_content(content, content_file, required=True),
+        session=acting_session(),
+    )
+
+
+@task.command("respond")
+@task_arg
+@click.option("--attempt", required=True, help="The attempt the comment was made on (att_...).")
+@click.option("--to-event", "to_event", required=True, help="The comment's event id (evt_...).")
+@content_options(required=True)
+@idempotency_option
+@pretty_option
+def respond(
+    task_id: str,
+    attempt: str,
+    to_event: str,
+    content: str | None,
+    content_file: str | None,
+    idempotency_key: str | None,
+    pretty: bool,
+) -> None:
+    """As the attempt's assignee, answer a comment on TASK (changes no status)."""
+    write(
+        "task.respond",
+        idempotency_key,
+        pretty,
+        task=task_id,
+        attempt=attempt,
+        to_event=to_event,
+        content=read_content(content, content_file, required=True),
+        session=acting_session(),
+    )
+
+
+@task.command("report")
+@task_arg
+@click.option("--status", type=click.Choice(REPORT_STATUSES), required=True)
+@content_options(required=False)
+@click.option("--summary", help="One line on the result (with complete).")
+@click.option("--evidence", help="JSON (object, array or string) backing the report.")
+@click.option("--attempt", help="Refuse unless this (att_...) is still the current attempt.")
+@idempotency_option
+@pretty_option
+def report(
+    task_id: str,
+    status: str,
+    content: str | None,
+    content_file: str | None,
+    summary: str | None,
+    evidence: str | None,
+    attempt: str | None,
+    idempotency_key: str | None,
+    pretty: bool,
+) -> None:
+    """As TASK's assignee, report ack, working, blocked, complete (a new artifact) or failed."""
+    write(
+        "task.report",
+        idempotency_key,
+        pretty,
+        task=task_id,
+        status=status,
+        content=read_content(content, content_file, required=False),
+        summary=summary,
+        evidence=evidence_value(evidence),
+        attempt=attempt,
+        session=acting_session(),
+    )
+
+
+@task.command("submit-plan")
+@task_arg
+@content_options(required=True)
+@idempotency_option
+@pretty_option
+def submit_plan(
+    task_id: str,
+    content: str | None,
+    content_file: str | None,
+    idempotency_key: str | None,
+    pretty: bool,
+) -> None:
+    """As TASK's assignee, submit a plan for the user to approve."""
+    text = read_content(content, content_file, required=True)
+    write(
+        "task.submit_plan",
+        idempotency_key,
+        pretty,
+        task=task_id,
+        content=text,
+        session=acting_session(),
+    )
+
+
+@task.command("approve-plan")
+@task_arg
+@idempotency_option
+@pretty_option
+def approve_plan(task_id: str, idempotency_key: str | None, pretty: bool) -> None:
+    """Approve TASK's submitted plan (the user only)."""
+    refuse_session("task approve-plan")
+    write("task.approve_plan", idempotency_key, pretty, task=task_id)
+
+
+@task.command("accept")
+@task_arg
+@idempotency_option
+@pretty_option
+def accept(task_id: str, idempotency_key: str | None, pretty: bool) -> None:
+    """Accept the current attempt's latest complete result (the user only)."""
+    refuse_session("task accept")
+    write("task.accept", idempotency_key, pretty, task=task_id)
+
+
+@task.command("close")
+@task_arg
+@idempotency_option
+@pretty_option
+def close(task_id: str, idempotency_key: str | None, pretty: bool) -> None:
+    """Close TASK."""
+    write("task.close", idempotency_key, pretty, task=task_id, session=acting_session())
+
+
+@task.command("reopen")
+@task_arg
+@idempotency_option
+@pretty_option
+def reopen(task_id: str, idempotency_key: str | None, pretty: bool) -> None:
+    """Reopen a closed TASK."""
+    write("task.reopen", idempotency_key, pretty, task=task_id, session=acting_session())
