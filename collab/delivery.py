@@ -12,7 +12,6 @@ The read side is here too: the stages of a message, its receipt and its public r
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -233,13 +232,14 @@ def message_record(
     }
 
 
-def latest_stages(store: Store, where: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+def latest_stages(store: Store, where: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
     """Each message matching ``where`` (on `m`, the messages table) joined with its latest
     stage row `d`, in queue order."""
-    return store.read(
+    rows = store.read(
         "SELECT m.id AS message_id, m.group_id, m.to_session, m.task_id, m.attempt_id,"
         " m.reply_to_event_id, m.content, m.created_at, d.delivery_id, d.stage, d.reason,"
         " d.try, d.at, d.code FROM messages m JOIN delivery_stages d ON d.message_id = m.id"
         f" AND {LATEST} WHERE {where} ORDER BY m.rowid",
         args,
     )
+    return [dict(row) for row in rows]
