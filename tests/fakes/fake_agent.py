@@ -51,6 +51,7 @@ class Fake:
         self.start_s = int(os.environ.get("FAKE_AGENT_START_MS", "0")) / 1000
         self.prompt_delay_s = int(os.environ.get("FAKE_AGENT_PROMPT_DELAY_MS", "0")) / 1000
         self.stop_delay_s = int(os.environ.get("FAKE_AGENT_STOP_DELAY_MS", "0")) / 1000
+        self.received_log = os.environ.get("FAKE_AGENT_RECEIVED_LOG")
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.pending = ""
 
@@ -113,6 +114,12 @@ class Fake:
                 line += char
                 self.out(char)
 
+    def received(self, line: str) -> None:
+        """Append each submitted input to FAKE_AGENT_RECEIVED_LOG (one JSON line each)."""
+        if self.received_log:
+            with open(self.received_log, "a", encoding="utf-8") as log:
+                log.write(json.dumps({"session": self.session, "text": line}) + "\n")
+
     def work(self, text: str) -> None:
         time.sleep(self.prompt_delay_s)  # a slow reaction to the submitted line (test stand-in)
         self.report("prompt")
@@ -136,6 +143,8 @@ class Fake:
         while True:
             self.out(f"{INPUT_HINTS[self.kind]}\n> ")
             line = self.read_line()
+            if line is not None:
+                self.received(line)
             if line is None or line.strip() == "/exit":
                 self.report("end")
                 self.out("bye\n")
