@@ -23,6 +23,8 @@ message that waits holds back the later ones to the same session). For the head 
   `MAX_TRIES` tries. `invalid_params` is never retried (the text can never go). When the
   outcome is unknown (the router link was lost, a timeout, an error saying some bytes were
   written): `failed` "outcome unknown" (or "written in part"), never retried by itself.
+- **Removed**: a recipient no longer in the message's group gets it `failed`
+  "removed_from_group" for good (an explicit failure record, never a silent drop).
 - **Recovery** (`start`): a message whose last stage is `writing` was being written when the
   service stopped: `failed` "outcome unknown: ...", never retried by itself.
 
@@ -70,6 +72,9 @@ FINAL_CODES: Final = frozenset({"invalid_params"})
 GATED_STATES: Final = frozenset({"attention", "waiting_input"})
 #: Session states that are never written to (the message waits).
 UNWRITABLE: Final = frozenset({"starting", "restoring", "failed"})
+#: The recipient left the message's group: the message fails for good (the spec's explicit
+#: failure record for a removed assignee), never written into a pane outside the group.
+REMOVED: Final = "removed_from_group"
 #: The one-line limit of agent.prompt (pebrel.model.MAX_PROMPT_BYTES).
 PROMPT_MAX_BYTES: Final = 32 * 1024
 
@@ -258,7 +263,11 @@ class Deliverer:
             self._waiting[head.message_id] = "retry_backoff"
             await asyncio.sleep(delay)
             return
-        reason, agent = await self._gate(session_id)
+        reason, agent = await self._gate(session_id, head.group_id)
+        if reason == REMOVED:
+            self._waiting.pop(head.message_id, None)
+            self._finish(head, REMOVED)
+            return
         if agent is None:
             self._waiting[head.message_id] = reason or "unknown"
             with contextlib.suppress(TimeoutError):
@@ -268,12 +277,16 @@ class Deliverer:
         self._not_before.pop(head.message_id, None)
         await self._write(head, agent)
 
-    async def _gate(self, session_id: str) -> tuple[str | None, dict[str, Any] | None]:
+    async def _gate(
+        self, session_id: str, group_id: str
+    ) -> tuple[str | None, dict[str, Any] | None]:
         """Why the session cannot be written to now, or the agent record to write to."""
         rows = self.store.read("SELECT * FROM sessions WHERE id = ?", (session_id,))
         if not rows:
             return "session_not_found", None
         row = dict(rows[0])
+        if row["group_id"] != group_id:
+            return REMOVED, None
         if row["state"] in UNWRITABLE:
             return f"session_{row['state']}", None
         snapshot = self.terminal.snapshot()

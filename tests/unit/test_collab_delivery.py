@@ -357,3 +357,23 @@ def test_every_stage_has_its_event_in_a_gapless_journal(store: Store) -> None:
         rows = stage_rows(store, message_id)
         assert [kinds[row["event_id"]] for row in rows] == [kind] * len(rows)
     assert len(stage_rows(store, q.message_id)) == 6
+
+
+def test_a_recipient_removed_from_the_group_gets_an_explicit_failure(store: Store) -> None:
+    """A message to a session no longer in its group is `failed` "removed_from_group" for
+    good: never typed into a pane outside the group, never silently dropped."""
+    term = FakeTerminal(snapshot(agent("agt_a", 1, state="attention")))
+    q = queue(store, "ses_a", "for the group")
+
+    async def body(engine: Deliverer) -> None:
+        await wait_for_async(lambda: engine.waiting_reason(q.message_id), 5, "waiting")
+        with store.write() as tx:
+            tx.execute("UPDATE sessions SET group_id = NULL WHERE id = 'ses_a'")
+        term.snap = snapshot(agent("agt_a", 1))
+        engine.on_snapshot(term.snap)
+        await settled(store, q.message_id, "failed")
+
+    run(store, term, body)
+    assert stages(store, q.message_id) == [("queued", 0), ("failed", 0)]
+    assert stage_rows(store, q.message_id)[-1]["reason"] == "removed_from_group"
+    assert term.written() == []
