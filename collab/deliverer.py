@@ -194,6 +194,10 @@ class Deliverer:
         for task in self._workers.values():
             task.cancel()
 
+    async def wait_closed(self) -> None:
+        """After `close`: until every worker has stopped."""
+        await asyncio.gather(*self._workers.values(), return_exceptions=True)
+
     def kick(self) -> None:
         """New messages were committed: start or wake their sessions' workers."""
         if not self._running:

@@ -62,7 +62,7 @@ def run(
             await body(engine)
         finally:
             engine.close()
-            await asyncio.sleep(0)
+            await engine.wait_closed()
 
     asyncio.run(main())
 
