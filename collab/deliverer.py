@@ -211,13 +211,15 @@ class Deliverer:
             self._ensure(row[1])
 
     def on_snapshot(self, snapshot: Mapping[str, Any]) -> None:
-        """Track the sessions, then let every waiting message look again."""
+        """Track the sessions, then let every waiting message look again (and pick up any
+        message committed without a kick: one indexed range read)."""
         try:
             self.tracker.on_snapshot(snapshot)
         except PebrelError as exc:
             logger.warning("session tracking could not commit: %s", exc.message)
         for wake in self._wake.values():
             wake.set()
+        self.kick()
 
     def wants_snapshots(self) -> bool:
         """Whether the service needs the runtime's snapshots (sessions to track, or messages

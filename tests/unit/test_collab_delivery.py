@@ -377,3 +377,16 @@ def test_a_recipient_removed_from_the_group_gets_an_explicit_failure(store: Stor
     assert stages(store, q.message_id) == [("queued", 0), ("failed", 0)]
     assert stage_rows(store, q.message_id)[-1]["reason"] == "removed_from_group"
     assert term.written() == []
+
+
+def test_a_snapshot_picks_up_a_message_nobody_kicked(store: Store) -> None:
+    term = FakeTerminal(snapshot(agent("agt_a", 1)))
+
+    async def body(engine: Deliverer) -> None:
+        q = queue(store, "ses_a", "unkicked")
+        await asyncio.sleep(0.05)
+        assert stages(store, q.message_id) == [("queued", 0)]
+        engine.on_snapshot(term.snap or {})
+        await settled(store, q.message_id)
+
+    run(store, term, body)
