@@ -138,11 +138,15 @@ CREATE TABLE IF NOT EXISTS delivery_stages ({_EVENT_DDL},
     stage TEXT NOT NULL,
     reason TEXT,
     try INTEGER NOT NULL,
-    at INTEGER NOT NULL
+    at INTEGER NOT NULL,
+    code TEXT,
+    written INTEGER,
+    submitted INTEGER
 );
 CREATE INDEX IF NOT EXISTS delivery_stages_message ON delivery_stages(message_id);
 CREATE INDEX IF NOT EXISTS task_events_task ON task_events(task_id);
 CREATE INDEX IF NOT EXISTS messages_to ON messages(to_session);
+CREATE INDEX IF NOT EXISTS messages_task ON messages(task_id);
 CREATE TABLE IF NOT EXISTS journal_floor (
     group_id TEXT PRIMARY KEY,
     floor INTEGER NOT NULL

@@ -47,10 +47,20 @@ class Fake:
         self.kind = kind
         self.mode = os.environ.get("FAKE_AGENT_MODE", "hooks")
         self.session = os.environ.get("FAKE_AGENT_SESSION") or f"fake-{secrets.token_hex(6)}"
+        #: `--session-id ID` starts that session, `--resume ID` / `resume ID` resumes it.
+        self.resumed = False
+        args = sys.argv[1:]
+        for flag in ("--session-id", "--resume", "resume"):
+            if flag in args[:-1]:
+                self.session = args[args.index(flag) + 1]
+                self.resumed = flag != "--session-id"
+        #: Like some real CLIs, a new session may get its id only with its first prompt.
+        self.session_known = self.resumed or not os.environ.get("FAKE_AGENT_SESSION_AFTER_PROMPT")
         self.work_s = int(os.environ.get("FAKE_AGENT_WORK_MS", "300")) / 1000
         self.start_s = int(os.environ.get("FAKE_AGENT_START_MS", "0")) / 1000
         self.prompt_delay_s = int(os.environ.get("FAKE_AGENT_PROMPT_DELAY_MS", "0")) / 1000
         self.stop_delay_s = int(os.environ.get("FAKE_AGENT_STOP_DELAY_MS", "0")) / 1000
+        self.received_log = os.environ.get("FAKE_AGENT_RECEIVED_LOG")
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.pending = ""
 
@@ -60,22 +70,23 @@ class Fake:
 
     def report(self, event: str, message: str | None = None) -> None:
         if self.mode == "hooks" and os.environ.get("PEBREL_CLI"):
-            payload = {"session_id": self.session, "hook_event_name": event}
+            payload = {"hook_event_name": event}
+            argv = [os.environ["PEBREL_CLI"], "hook", event, "--kind", self.kind]
+            if self.session_known:
+                payload["session_id"] = self.session
+                argv += ["--session-id", self.session]
             if message is not None:
                 payload["last_assistant_message"] = message
-            argv = [os.environ["PEBREL_CLI"], "hook", event, "--kind", self.kind]
             subprocess.run(
-                [*argv, "--session-id", self.session],
+                argv,
                 input=json.dumps(payload).encode(),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 check=False,
             )
         elif self.mode == "program" and event in PROGRAM_STATE:
-            for name, value in (
-                ("pebrel_agent_session", self.session),
-                ("pebrel_agent_state", PROGRAM_STATE[event]),
-            ):
+            session = [("pebrel_agent_session", self.session)] if self.session_known else []
+            for name, value in [*session, ("pebrel_agent_state", PROGRAM_STATE[event])]:
                 encoded = base64.b64encode(value.encode()).decode()
                 self.out(f"\x1b]1337;SetUserVar={name}={encoded}\x07")
         elif self.mode == "osc26" and event in OSC26_STATUS:
@@ -113,6 +124,12 @@ class Fake:
                 line += char
                 self.out(char)
 
+    def received(self, line: str) -> None:
+        """Append each submitted input to FAKE_AGENT_RECEIVED_LOG (one JSON line each)."""
+        if self.received_log:
+            with open(self.received_log, "a", encoding="utf-8") as log:
+                log.write(json.dumps({"session": self.session, "text": line}) + "\n")
+
     def work(self, text: str) -> None:
         time.sleep(self.prompt_delay_s)  # a slow reaction to the submitted line (test stand-in)
         self.report("prompt")
@@ -131,17 +148,22 @@ class Fake:
 
                 # Like some real TUIs: input typed before the prompt is drawn is dropped.
                 termios.tcflush(0, termios.TCIFLUSH)
-        self.out(f"Fake {self.kind} (a Pebrel test stand-in), session {self.session}\n\n")
+        shown = self.session if self.session_known else "(new)"
+        resumed = "resumed " if self.resumed else ""
+        self.out(f"Fake {self.kind} (a Pebrel test stand-in), {resumed}session {shown}\n\n")
         self.report("start")
         while True:
             self.out(f"{INPUT_HINTS[self.kind]}\n> ")
             line = self.read_line()
+            if line is not None:
+                self.received(line)
             if line is None or line.strip() == "/exit":
                 self.report("end")
                 self.out("bye\n")
                 return 0
             if not line.strip():
                 continue
+            self.session_known = True
             if "approve" in line:
                 self.out("Do you want to proceed? (y/n) ")
                 self.report("attention")

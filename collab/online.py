@@ -1,0 +1,119 @@
+"""Whether a session's agent can be reached now, from the runtime's snapshot (issue #16 item 4).
+
+`online` and `offline_reason` are computed when read, from the latest runtime snapshot; they
+are never stored and never an event of their own (the spec's session events are its states).
+A session is online when the runtime that owns its pane is the one running now
+(`terminal_binding.runtime_id`), its agent (by `agent_id`) is in one of the snapshot's panes,
+and that agent has not exited or been replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+RUNTIME_RESTARTED: Final = "runtime_restarted"
+PANE_GONE: Final = "pane_gone"
+AGENT_EXITED: Final = "agent_exited"
+#: No runtime snapshot was seen yet (the service just started): nothing is known.
+SNAPSHOT_PENDING: Final = "snapshot_pending"
+#: An agent record's `status` values that end a session's reach (the runtime's agent record).
+ENDED: Final = frozenset({"exited", "replaced"})
+
+
+def binding(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row's `terminal_binding` as a dict (stored as JSON text, or a record's dict)."""
+    value = row["terminal_binding"]
+    if isinstance(value, str):
+        parsed: dict[str, Any] = json.loads(value)
+        return parsed
+    return dict(value or {})
+
+
+def panes(snapshot: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every pane record of a runtime snapshot."""
+    for window in snapshot.get("windows", ()):
+        for tab in window.get("tabs", ()):
+            yield from tab.get("panes", ())
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What one snapshot shows, indexed once: live agents by id, and the open panes."""
+
+    runtime_id: str | None
+    agents: dict[str, tuple[dict[str, Any], dict[str, Any]]]
+    open_panes: frozenset[tuple[int, int]]
+
+    @classmethod
+    def of(cls, snapshot: Mapping[str, Any]) -> Seen:
+        agents: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        open_panes: set[tuple[int, int]] = set()
+        for pane in panes(snapshot):
+            if pane.get("exited"):
+                continue
+            open_panes.add((pane["window_id"], pane["pane_id"]))
+            agent = pane.get("agent")
+            if agent is not None:
+                agents[agent["agent_id"]] = (pane, agent)
+        return cls(snapshot.get("runtime_id"), agents, frozenset(open_panes))
+
+
+def find_agent(
+    snapshot: Mapping[str, Any], agent_id: str
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The open pane holding agent ``agent_id`` and its `pane_agent` record."""
+    return Seen.of(snapshot).agents.get(agent_id)
+
+
+def reach(row: Mapping[str, Any], seen: Seen | None) -> tuple[bool, str | None]:
+    """`session_online` against a snapshot already indexed (tracking does it once per snapshot)."""
+    if seen is None:
+        return False, SNAPSHOT_PENDING
+    bound = binding(row)
+    if bound.get("runtime_id") != seen.runtime_id:
+        return False, RUNTIME_RESTARTED
+    found = seen.agents.get(row["agent_id"])
+    if found is None:
+        pane_open = (bound.get("window_id"), bound.get("pane_id")) in seen.open_panes
+        return False, AGENT_EXITED if pane_open else PANE_GONE
+    if found[1].get("status") in ENDED:
+        return False, AGENT_EXITED
+    return True, None
+
+
+def session_online(
+    row: Mapping[str, Any], snapshot: Mapping[str, Any] | None
+) -> tuple[bool, str | None]:
+    """`(online, offline_reason)` of a session row (or record) in ``snapshot``.
+
+    A runtime other than the binding's: `runtime_restarted`. The agent in no open pane of the
+    snapshot: `agent_exited` while the binding's pane is still open (the CLI quit, or another
+    agent took the pane), else `pane_gone`. A record saying exited or replaced (an `agent.get`
+    record carries `status`; a snapshot's pane record holds only live agents): `agent_exited`.
+    Before any snapshot: `snapshot_pending`.
+    """
+    return reach(row, Seen.of(snapshot) if snapshot is not None else None)
+
+
+def session_record(row: Mapping[str, Any], snapshot: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A `sessions` row as the public session record, `online` computed from ``snapshot``."""
+    online, reason = session_online(row, snapshot)
+    return {
+        "session_id": row["id"],
+        "group_id": row["group_id"],
+        "agent_id": row["agent_id"],
+        "agent_name": row["agent_name"],
+        "agent_kind": row["agent_kind"],
+        "generation": row["generation"],
+        "native_session_id": row["native_session_id"],
+        "state": row["state"],
+        "error_code": row["error_code"],
+        "online": online,
+        "offline_reason": reason,
+        "terminal_binding": binding(row),
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
