@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from pebrel.collab import refs
 from pebrel.collab.handler import Actor
-from pebrel.collab.sessions import session_online
+from pebrel.collab.online import session_online
 from pebrel.collab.store import Store, Tx
 from pebrel.errors import CollabCode, CollabError
 

@@ -3,17 +3,17 @@
 `collab.session.register {agent, group?}` binds a session (`ses_...`) to one agent of this
 runtime and its pane (`terminal_binding`); `session.get` and `session.list` read them. A
 session is never rebound to another pane: `online`/`offline_reason` are computed from the
-latest runtime snapshot by `session_online` (the delivery engine's tracking uses it too).
+latest runtime snapshot by `collab/online.py`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Final
 
 from pebrel.collab import refs, writes
 from pebrel.collab.handler import Ctx, Handler
+from pebrel.collab.online import panes, session_record
 from pebrel.collab.store import Tx, dumps, new_id
 from pebrel.collab.terminal import TerminalUnavailable
 from pebrel.errors import CollabCode, CollabError, ErrorCode, PebrelError
@@ -25,62 +25,15 @@ ACTIVE: Final = frozenset({"starting", "binding_pending", "ready", "restoring"})
 GONE: Final = frozenset({"exited", "replaced"})
 
 
-def binding(row: refs.Row) -> dict[str, Any]:
-    raw = row["terminal_binding"]
-    return dict(json.loads(raw) if isinstance(raw, str) else raw)
-
-
 def find_pane(snapshot: Mapping[str, Any], window_id: Any, pane_id: Any) -> dict[str, Any] | None:
-    for window in snapshot.get("windows", ()):
-        if window.get("window_id") != window_id:
-            continue
-        for tab in window.get("tabs", ()):
-            for pane in tab.get("panes", ()):
-                if pane.get("pane_id") == pane_id:
-                    return dict(pane)
+    for pane in panes(snapshot):
+        if pane.get("window_id") == window_id and pane.get("pane_id") == pane_id:
+            return dict(pane)
     return None
 
 
-def session_online(row: refs.Row, snapshot: Mapping[str, Any] | None) -> tuple[bool, str | None]:
-    """Whether the session's agent is live in its own pane now, else why not.
-
-    Reasons: "runtime_unavailable" (no snapshot seen yet), "runtime_restarted" (the binding
-    belongs to another runtime), "pane_gone" (its pane is gone or exited), "agent_exited"
-    (its pane holds no live agent, or another one). Pure: no I/O, no clock.
-    """
-    if snapshot is None:
-        return False, "runtime_unavailable"
-    bound = binding(row)
-    if bound.get("runtime_id") != snapshot.get("runtime_id"):
-        return False, "runtime_restarted"
-    pane = find_pane(snapshot, bound.get("window_id"), bound.get("pane_id"))
-    if pane is None or pane.get("exited"):
-        return False, "pane_gone"
-    agent = pane.get("agent")
-    if not isinstance(agent, Mapping) or agent.get("agent_id") != row["agent_id"]:
-        return False, "agent_exited"
-    return True, None
-
-
-def record(row: refs.Row, snapshot: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The public session record."""
-    online, reason = session_online(row, snapshot)
-    return {
-        "session_id": row["id"],
-        "group_id": row["group_id"],
-        "agent_id": row["agent_id"],
-        "agent_name": row["agent_name"],
-        "agent_kind": row["agent_kind"],
-        "generation": row["generation"],
-        "native_session_id": row["native_session_id"],
-        "state": row["state"],
-        "error_code": row["error_code"],
-        "online": online,
-        "offline_reason": reason,
-        "terminal_binding": binding(row),
-        "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
-    }
+#: The public session record (collab/online.py computes `online` from the snapshot).
+record = session_record
 
 
 def append_event(

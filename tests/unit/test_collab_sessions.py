@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from pebrel.collab.sessions import session_online
+from pebrel.collab.online import session_online
 from tests.unit.collab_world import RUNTIME_ID, World, make_world
 
 
@@ -69,7 +69,7 @@ ROW = {"agent_id": "ag_1", "terminal_binding": {"runtime_id": "rt", "window_id":
 
 
 def snap(runtime_id: str = "rt", pane: dict[str, Any] | None = None) -> dict[str, Any]:
-    panes = [] if pane is None else [{"pane_id": 2, "exited": False, **pane}]
+    panes = [] if pane is None else [{"window_id": 1, "pane_id": 2, "exited": False, **pane}]
     return {"runtime_id": runtime_id, "windows": [{"window_id": 1, "tabs": [{"panes": panes}]}]}
 
 
@@ -81,7 +81,7 @@ class Online(NamedTuple):
 
 ONLINE = [
     Online("live", snap(pane={"agent": {"agent_id": "ag_1"}}), (True, None)),
-    Online("no snapshot yet", None, (False, "runtime_unavailable")),
+    Online("no snapshot yet", None, (False, "snapshot_pending")),
     Online("restarted", snap("rt2", {"agent": {"agent_id": "ag_1"}}), (False, "runtime_restarted")),
     Online("pane gone", snap(), (False, "pane_gone")),
     Online("pane exited", snap(pane={"exited": True}), (False, "pane_gone")),
