@@ -265,36 +265,37 @@ class CollabLink:
         delay = BACKOFF_MIN_S
         while not self.closing:
             began = loop.time()
+            status: int | None = None
             try:
-                await self.run_once()
+                status = await self.run_once()
             except Exception:
                 logger.exception("the collab service could not be run")
             if self.closing:
                 return
             if loop.time() - began >= BACKOFF_RESET_S:
                 delay = BACKOFF_MIN_S
-            logger.warning("collab service is gone: restarting it in %.1f s", delay)
+            logger.warning(
+                "collab service exited (status %s): restarting it in %.1f s", status, delay
+            )
             await asyncio.sleep(delay)
             delay = min(delay * 2, BACKOFF_MAX_S)
 
-    async def run_once(self) -> None:
+    async def run_once(self) -> int | None:
+        """One life of the service; its exit status."""
         run = await self.spawn()
         try:
-            try:
-                await asyncio.wait_for(asyncio.shield(run.started), STARTUP_TIMEOUT_S)
-            except TimeoutError:
-                run.started.cancel()
-                logger.error("the collab service did not start in time: killing it")
-                return
-            except ConnectionError:
-                if not self.closing:
-                    logger.error("the collab service exited during its start")
-                return
-            logger.info("collab service running", extra={"pid": run.proc.pid})
+            await asyncio.wait_for(asyncio.shield(run.started), STARTUP_TIMEOUT_S)
+            logger.info("collab service running (pid %d)", run.proc.pid)
             await run.lost.wait()
+        except TimeoutError:
+            run.started.cancel()
+            logger.error("the collab service did not start in time: killing it")
+        except ConnectionError:
+            pass  # it exited during its start
         finally:
             self.gone(run)
             await self.reap(run.proc)
+        return run.proc.returncode
 
     async def spawn(self) -> Run:
         ours, theirs = socket.socketpair()
@@ -363,8 +364,6 @@ class CollabLink:
             proc.kill()
             await loop.run_in_executor(None, proc.wait)
         self.rt.disown(proc.pid)
-        if not self.closing:
-            logger.warning("collab service exited", extra={"returncode": proc.returncode})
 
     async def stop(self) -> None:
         """At runtime shutdown: StopCollab, STOP_TIMEOUT_S to exit, then kill."""
