@@ -159,7 +159,10 @@ class CollabApp:
         except Exception:
             failure = internal_error()
             logger.exception(
-                "collab request failed", extra={**failure.details, "method": request.method}
+                "collab request %s failed (incident %s)",
+                request.method,
+                failure.details["incident"],
+                extra={**failure.details, "method": request.method},
             )
             error = failure.to_wire()
         if self.link is not None:

@@ -10,15 +10,17 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from pebrel import messages as m
 from pebrel import proctree
-from pebrel.collab.app import RouterTerminal, wire_error
+from pebrel.collab.app import CollabApp, RouterTerminal, wire_error
+from pebrel.collab.service import Service
 from pebrel.collab.terminal import TerminalUnavailable
-from pebrel.errors import CollabCode, ErrorCode, PebrelError
+from pebrel.errors import CollabCode, CollabError, ErrorCode, PebrelError
 from pebrel.link import Link
 from pebrel.router import collab_caller
 from pebrel.router.collab_link import Coalescer
@@ -210,3 +212,49 @@ def test_wire_errors_keep_their_codes() -> None:
     assert wire_error({"code": "TASK_CHANGED", "message": "m"}).code == CollabCode.TASK_CHANGED
     assert wire_error({"code": "weird", "message": "m"}).code == ErrorCode.INTERNAL_ERROR
     assert wire_error(None).code == ErrorCode.INTERNAL_ERROR
+
+
+class RaisingService:
+    async def handle(
+        self, method: str, params: dict[str, Any], caller: dict[str, Any]
+    ) -> dict[str, Any]:
+        if method == "collab.task.get":
+            raise CollabError(CollabCode.TASK_NOT_FOUND, "no such task", {"task": "tsk_1"})
+        if method == "collab.group.list":
+            raise RuntimeError("a bug")
+        return {"caller": caller}
+
+
+def test_the_service_answers_results_collab_errors_and_internal_errors(
+    tmp_path: Path,
+) -> None:
+    """collab/app.py: a CollabError goes back as it is; anything else as internal_error with
+    an incident id."""
+
+    async def scenario() -> list[m.CollabAnswered]:
+        app = CollabApp(-1, tmp_path)
+        link = FakeLink()
+        app.link = link
+        app.service = cast(Service, RaisingService())
+        for request_id, method in enumerate(
+            ("collab.capabilities", "collab.task.get", "collab.group.list"), 1
+        ):
+            app.request(
+                m.CollabRequest(
+                    request_id=request_id, method=method, params={}, caller={"kind": "user"}
+                )
+            )
+        while app.tasks:
+            await asyncio.sleep(0.001)
+        return [msg for msg in link.sent if isinstance(msg, m.CollabAnswered)]
+
+    answers = {a.request_id: a for a in asyncio.run(scenario())}
+    assert answers[1].ok and answers[1].result == {"caller": {"kind": "user"}}
+    assert not answers[2].ok and answers[2].error == {
+        "code": "TASK_NOT_FOUND",
+        "message": "no such task",
+        "details": {"task": "tsk_1", "retryable": False},
+    }
+    assert not answers[3].ok and answers[3].error is not None
+    assert answers[3].error["code"] == "internal_error"
+    assert answers[3].error["details"]["incident"]
