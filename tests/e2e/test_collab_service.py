@@ -167,3 +167,23 @@ def test_stop_leaves_no_collab_process_and_the_database_is_private(tmp_path: Pat
     assert any(f.name == "collab.db" for f in files)
     for file in files:
         assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
+
+
+def test_the_service_calls_the_runtime_and_sees_its_snapshots(tmp_path: Path) -> None:
+    """I1 (#16): the service's Terminal runs runtime methods through the router as the user
+    would (errors keep their codes; collab.* is not reachable that way) and gets each new
+    snapshot."""
+    env = {**base_env(tmp_path), **inject_env("collab_calls_terminal")}
+    with started_runtime(env) as rt:
+        first = wait_for(lambda: serving(rt), 20, "the collab service")
+        calls = first["terminal"]
+        assert calls["runtime.snapshot"][0]["ok"] is True
+        assert "windows" in calls["runtime.snapshot"][0]["keys"]
+        assert calls["pane.read"][0]["ok"] is True and "text" in calls["pane.read"][0]["keys"]
+        assert calls["pane.read"][1] == {"ok": False, "code": "target_not_found"}
+        assert calls["collab.capabilities"] == [{"ok": False, "code": "method_not_found"}]
+        assert first["seen_panes"] == 1
+        rt.ok("pane.split", {"window_id": 1, "pane_id": 1, "direction": "down"})
+        wait_for(
+            lambda: (serving(rt) or {}).get("seen_panes") == 2, 10, "the snapshot with the split"
+        )
