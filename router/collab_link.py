@@ -306,6 +306,7 @@ class CollabLink:
             "version": __version__,
             "runtime_id": self.rt.state.runtime_id,
         }
+        proc: subprocess.Popen[bytes] | None = None
         try:
             # Started and registered under the lock of the router's orphan scan, which must
             # never take it for an orphan; from this (the loop's) thread, so its parent-death
@@ -326,14 +327,25 @@ class CollabLink:
                 proc.stdin.write(json.dumps(config).encode())
         except BaseException:
             ours.close()
+            if proc is not None:  # it could not be given its config
+                proc.kill()
+                proc.wait()
+                self.rt.disown(proc.pid)
             raise
         finally:
             theirs.close()
         run = Run(proc, asyncio.get_running_loop().create_future())
         self.run = run
-        run.link = await open_link(
-            ours, lambda message: self.on_message(run, message), lambda: self.link_lost(run)
-        )
+        try:
+            run.link = await open_link(
+                ours, lambda message: self.on_message(run, message), lambda: self.link_lost(run)
+            )
+        except BaseException:
+            ours.close()
+            proc.kill()
+            self.gone(run)
+            await self.reap(proc)
+            raise
         return run
 
     def link_lost(self, run: Run) -> None:
