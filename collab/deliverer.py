@@ -68,8 +68,10 @@ UNKNOWN_CODES: Final = frozenset(
 )
 #: Runtime error codes no retry can cure.
 FINAL_CODES: Final = frozenset({"invalid_params"})
-#: Agent states during which nothing is typed.
-GATED_STATES: Final = frozenset({"attention", "waiting_input"})
+#: Agent states during which nothing is typed: a turn in progress (`running`: the text waits
+#: for the turn to end, as INTEGRATION.md I3 says), and a prompt on screen (`attention`,
+#: `waiting_input`: typing would answer it).
+GATED_STATES: Final = frozenset({"running", "attention", "waiting_input"})
 #: Session states that are never written to (the message waits).
 UNWRITABLE: Final = frozenset({"starting", "restoring", "failed"})
 #: The recipient left the message's group: the message fails for good (the spec's explicit

@@ -10,6 +10,7 @@ and that agent has not exited or been replaced.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -23,7 +24,11 @@ SNAPSHOT_PENDING: Final = "snapshot_pending"
 ENDED: Final = frozenset({"exited", "replaced"})
 
 
-def binding(row: Mapping[str, Any]) -> dict[str, Any]:
+#: A `sessions` row as read (sqlite3.Row), or a record's dict.
+RowLike = sqlite3.Row | Mapping[str, Any]
+
+
+def binding(row: RowLike) -> dict[str, Any]:
     """The row's `terminal_binding` as a dict (stored as JSON text, or a record's dict)."""
     value = row["terminal_binding"]
     if isinstance(value, str):
@@ -68,7 +73,7 @@ def find_agent(
     return Seen.of(snapshot).agents.get(agent_id)
 
 
-def reach(row: Mapping[str, Any], seen: Seen | None) -> tuple[bool, str | None]:
+def reach(row: RowLike, seen: Seen | None) -> tuple[bool, str | None]:
     """`session_online` against a snapshot already indexed (tracking does it once per snapshot)."""
     if seen is None:
         return False, SNAPSHOT_PENDING
@@ -84,9 +89,7 @@ def reach(row: Mapping[str, Any], seen: Seen | None) -> tuple[bool, str | None]:
     return True, None
 
 
-def session_online(
-    row: Mapping[str, Any], snapshot: Mapping[str, Any] | None
-) -> tuple[bool, str | None]:
+def session_online(row: RowLike, snapshot: Mapping[str, Any] | None) -> tuple[bool, str | None]:
     """`(online, offline_reason)` of a session row (or record) in ``snapshot``.
 
     A runtime other than the binding's: `runtime_restarted`. The agent in no open pane of the
@@ -98,7 +101,7 @@ def session_online(
     return reach(row, Seen.of(snapshot) if snapshot is not None else None)
 
 
-def session_record(row: Mapping[str, Any], snapshot: Mapping[str, Any] | None) -> dict[str, Any]:
+def session_record(row: RowLike, snapshot: Mapping[str, Any] | None) -> dict[str, Any]:
     """A `sessions` row as the public session record, `online` computed from ``snapshot``."""
     online, reason = session_online(row, snapshot)
     return {

@@ -16,6 +16,7 @@ import pebrel
 from pebrel.collab import (
     events,
     groups,
+    messages_api,
     replies,
     rights,
     sessions,
@@ -23,6 +24,7 @@ from pebrel.collab import (
     task_reports,
     tasks,
 )
+from pebrel.collab.deliverer import Deliverer
 from pebrel.collab.handler import Ctx, Deliveries, Handler
 from pebrel.collab.store import Store
 from pebrel.collab.terminal import Terminal
@@ -63,11 +65,12 @@ HANDLERS: Final[dict[str, Handler]] = {
     **task_records.HANDLERS,
     **replies.HANDLERS,
     **events.HANDLERS,
+    **messages_api.HANDLERS,
 }
 
 
 class NoDeliveries:
-    """Until the delivery engine is plugged in: queued messages wait in the database."""
+    """For tests of the handlers alone: queued messages wait in the database."""
 
     def kick(self) -> None:
         return None
@@ -87,15 +90,22 @@ class SeenTerminal:
 
 
 class Service:
+    """The collab domain. With no ``deliveries`` given it runs the delivery engine
+    (collab/deliverer.py, which also tracks sessions from the snapshots)."""
+
     def __init__(
         self, store: Store, terminal: Terminal, deliveries: Deliveries | None = None
     ) -> None:
         self.store = store
         self.terminal = terminal
-        self.deliveries: Deliveries = deliveries if deliveries is not None else NoDeliveries()
         self.handlers: dict[str, Handler] = dict(HANDLERS)
         self.seen = SeenTerminal(self)
         self.snapshot: dict[str, Any] | None = None
+        self.engine: Deliverer | None = None
+        if deliveries is None:
+            self.engine = Deliverer(store, self.seen)
+            deliveries = self.engine
+        self.deliveries: Deliveries = deliveries
 
     def latest_snapshot(self) -> dict[str, Any] | None:
         return self.snapshot if self.snapshot is not None else self.terminal.snapshot()
@@ -114,12 +124,19 @@ class Service:
         return await handler(ctx, params)
 
     def on_snapshot(self, snapshot: dict[str, Any]) -> None:
-        """The runtime's snapshot changed (session tracking hooks in here)."""
+        """The runtime's snapshot changed: track sessions, look at waiting deliveries."""
         self.snapshot = snapshot
+        if self.engine is not None:
+            self.engine.on_snapshot(snapshot)
 
     async def start(self) -> None:
-        """Recovery and the delivery loop start here (collab/deliverer.py)."""
+        """Recover deliveries a stopped service left `writing`, then deliver what is queued."""
+        if self.engine is not None:
+            await self.engine.start()
         logger.info("collab service started")
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            await self.engine.wait_closed()
         logger.info("collab service closed")

@@ -11,8 +11,10 @@ import json
 from typing import Any, Final
 
 from pebrel.collab import outbox, refs, rights
+from pebrel.collab.delivery import QUEUED
 from pebrel.collab.handler import Ctx, Handler
 from pebrel.collab.journal import event_record
+from pebrel.collab.messages_api import waiting_of
 from pebrel.collab.store import Store, Tx
 from pebrel.errors import CollabCode, CollabError
 
@@ -103,7 +105,14 @@ def full(db: Store | Tx, task: refs.Row) -> dict[str, Any]:
 async def get(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     task = refs.task(ctx.store, refs.text(params, "task"))
     rights.require_member(ctx.store, ctx.actor, str(task["group_id"]))
-    return {"task": full(ctx.store, task)}
+    record = full(ctx.store, task)
+    waiting = waiting_of(ctx.deliveries)
+    if waiting is not None:
+        for entry in record["outbox"]:
+            why = waiting.waiting_reason(entry["message_id"]) if entry["stage"] == QUEUED else None
+            if why is not None:
+                entry["reason"] = entry["waiting_reason"] = why
+    return {"task": record}
 
 
 async def list_tasks(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""How Pebrel starts its own Python processes: the router, the frontend adapter, the fork server.
+"""How Pebrel starts its own Python processes: the router, the frontend adapter, the fork server
+and the collab service.
 
 Each runs as `python -P -m pebrel.<module>`. `-P` (safe path, Python 3.11+) keeps the working
 directory off `sys.path`: started from a clone of the repository, the clone's own `pebrel/`
@@ -14,6 +15,7 @@ from typing import Final
 ROUTER: Final = "pebrel.router"
 ADAPTER: Final = "pebrel.router.adapter"
 FORKSERVER: Final = "pebrel.workers.forkserver"
+COLLAB: Final = "pebrel.collab"
 
 
 def module_argv(module: str) -> list[str]:

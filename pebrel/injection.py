@@ -4,9 +4,10 @@ Tests provoke failures that no request can cause (a handler that cannot start, a
 that never confirms, a worker that dies at a chosen moment) by installing code into the
 runtime's processes, never by branches in production code. `PEBREL_TEST_INJECT` lists files
 (separated by `os.pathsep`); at its start each Pebrel process (the router, the frontend
-adapter, the fork server, whose pane workers inherit it) loads each file as a module and calls
-its `install(process)` with the process's name from `PROCESSES`. Only the test fixtures set the
-variable (tests/inject/ holds the files); without it this module does nothing.
+adapter, the fork server, whose pane workers inherit it, and the collab service) loads each
+file as a module and calls its `install(process)` with the process's name from `PROCESSES`.
+Only the test fixtures set the variable (tests/inject/ holds the files); without it this
+module does nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ INJECT_ENV: Final = "PEBREL_TEST_INJECT"
 ROUTER: Final = "router"
 ADAPTER: Final = "adapter"
 FORKSERVER: Final = "forkserver"
-PROCESSES: Final = (ROUTER, ADAPTER, FORKSERVER)
+COLLAB: Final = "collab"
+PROCESSES: Final = (ROUTER, ADAPTER, FORKSERVER, COLLAB)
 
 
 def install(process: str) -> None:

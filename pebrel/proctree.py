@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import ipaddress
 import os
 import signal
 import subprocess
@@ -201,3 +202,64 @@ def _alive(proc: psutil.Process) -> bool:
         return proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+_LOOPBACK = ipaddress.ip_address("127.0.0.1")
+
+
+def _proc_address(field: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
+    """An address of /proc/net/tcp{,6}: hex words in host byte order, then the hex port."""
+    host, _, port = field.partition(":")
+    raw = b"".join(
+        int(host[i : i + 8], 16).to_bytes(4, sys.byteorder) for i in range(0, len(host), 8)
+    )
+    address = ipaddress.ip_address(raw)
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address, int(port, 16)
+
+
+def tcp_peer_pids(client_port: int, server_port: int) -> set[int]:
+    """The processes holding the client end of a loopback TCP connection (#16).
+
+    The connection is 127.0.0.1:`client_port` -> 127.0.0.1:`server_port` (the frontend
+    adapter's listening port), seen from the server side. Its client socket's inode is found in
+    /proc/net/tcp (or tcp6, for a dual-stack socket), then every process with a file
+    descriptor on that inode (several after a fork). Empty when the connection is gone or the
+    holder cannot be seen (another user's process, another network namespace). Reads /proc
+    only: blocking, so callers run it off their event loop.
+    """
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) < 10 or fields[9] == "0":
+                continue
+            local, remote = _proc_address(fields[1]), _proc_address(fields[2])
+            if local == (_LOOPBACK, client_port) and remote == (_LOOPBACK, server_port):
+                inodes.add(fields[9])
+    if not inodes:
+        return set()
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    holders: set[int] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = os.scandir(f"/proc/{entry.name}/fd")
+        except OSError:
+            continue
+        with fds:
+            for fd in fds:
+                try:
+                    if os.readlink(fd.path) in wanted:
+                        holders.add(int(entry.name))
+                        break
+                except OSError:
+                    continue
+    return holders

@@ -50,6 +50,12 @@ PRINCIPAL_LEGACY = "legacy"
 SLOW_CONSUMER_BYTES = int(os.environ.get("PEBREL_SLOW_CONSUMER_BYTES", 8 * 1024 * 1024))
 
 
+def peer_port(conn: Connection) -> int:
+    """The client's TCP source port: the router finds the calling process by it (#16)."""
+    peer = conn.transport.get_extra_info("peername")
+    return int(peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else 0
+
+
 class Frontend:
     def __init__(self, link_fd: int, token: str, version: str) -> None:
         self.link_fd = link_fd
@@ -133,6 +139,7 @@ class Frontend:
                     method=request.method,
                     params=request.params,
                     cache_slot=slot,
+                    peer_port=peer_port(conn) if request.method.startswith("collab.") else 0,
                 )
             )
         except (OverflowError, ValueError, TypeError, RecursionError):

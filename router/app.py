@@ -47,7 +47,7 @@ from pebrel.entrypoints import module_argv
 from pebrel.envelope import EncodedResult
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
-from pebrel.router import eager, facts
+from pebrel.router import collab_link, eager, facts
 from pebrel.router.answer_sync import AnswerSync
 from pebrel.router.forkserver import ForkServer
 from pebrel.router.handlers import Method, delegate, events, window
@@ -96,12 +96,13 @@ class RouterApp:
             dict(os.environ),
             os.getcwd(),
         )
-        self.rt.on_revision = self.publish
+        self.rt.on_revision = self.revised
         self.answers = AnswerSync(self.rt, self.to_frontend)  # router/answer_sync.py
+        self.collab = collab_link.CollabLink(self.rt, data_dir, self.answer)  # #16
         delegate.deliver_answers(self.rt)  # agent.delegate: answers go back to their origin
         self.from_frontend: dict[type[m.Message], Callable[[Any], None]] = {
             m.HandleRequest: self.start_request,
-            m.ConnectionClosed: lambda closed: self.subscribers.discard(closed.connection_id),
+            m.ConnectionClosed: self.connection_closed,
             m.AnswerUsed: lambda used: self.answers.used(used.method, used.params),
             m.FrontendStarted: self.frontend_started,
         }
@@ -152,7 +153,10 @@ class RouterApp:
 
     def start_request(self, request: m.HandleRequest) -> None:
         """Dispatch one request; if its handler cannot even be started, still answer it."""
-        coro = self.dispatch(request)
+        if request.method.startswith(collab_link.PREFIX) and request.principal != "legacy":
+            coro = self.collab.handle(request)  # forwarded to the collab service (#16)
+        else:
+            coro = self.dispatch(request)
         try:
             self.start(coro)
         except Exception:
@@ -169,6 +173,10 @@ class RouterApp:
         handle = self.from_frontend.get(type(message))
         if handle is not None:
             handle(message)
+
+    def connection_closed(self, closed: m.ConnectionClosed) -> None:
+        self.subscribers.discard(closed.connection_id)
+        self.collab.connection_closed(closed.connection_id)
 
     def frontend_started(self, message: m.FrontendStarted) -> None:
         if self.frontend_port is not None and not self.frontend_port.done():
@@ -235,6 +243,11 @@ class RouterApp:
                 reusable=reusable,
             ),
         )
+
+    def revised(self) -> None:
+        """A new revision: to the subscribers, and to the collab service if it watches."""
+        self.publish()
+        self.collab.revised()
 
     def publish(self, connection_id: int = 0) -> None:
         """Stream the current snapshot to one subscriber, or (0) to all of them."""
@@ -314,6 +327,7 @@ class RouterApp:
         try:
             port = await asyncio.wait_for(self.frontend_port, STARTUP_TIMEOUT_S)
             await window.open_window(self.rt, None, None)
+            self.collab.start(port)  # not waited for: the runtime runs without it
         except Exception:
             logger.exception("runtime failed to start")
             await self.shutdown()
@@ -338,7 +352,7 @@ class RouterApp:
         rt.closing = True
         self.answers.stale()  # from here on every request is refused
         remove_port_file(self.data_dir, rt.state.runtime_id)
-        await rt.close_panes(list(rt.state.panes.values()))
+        await asyncio.gather(rt.close_panes(list(rt.state.panes.values())), self.collab.stop())
         for link in list(rt.links.values()):
             link.proc.kill()
         if self.frontend is not None:

@@ -1,10 +1,12 @@
-"""Every actor message between the frontend adapter, the router and the pane workers.
+"""Every actor message between the frontend adapter, the router, the pane workers and the
+collab service.
 
 One module per family: frontend <-> router (frontend.py), router -> worker commands
 (commands.py) and the worker's replies (replies.py), the facts a worker reports about its pane
-(facts.py), pane.exec (exec.py). Each message is a small frozen record with an explicit
-``type``; most commands are imperative and events past tense (a few commands, such as
-``ScreenWatched``, keep the name the wire has always had: type names are wire format).
+(facts.py), pane.exec (exec.py), router <-> collab service (collab.py). Each message is a
+small frozen record with an explicit ``type``; most commands are imperative and events past
+tense (a few commands, such as ``ScreenWatched``, keep the name the wire has always had: type
+names are wire format).
 codec.py is the one codec, and nothing else in Pebrel calls msgpack.
 ``from pebrel import messages as m`` gives all of them.
 
@@ -26,6 +28,15 @@ from pebrel.messages.codec import (
     all_message_types,
     decode,
     encode,
+)
+from pebrel.messages.collab import (
+    CollabAnswered,
+    CollabRequest,
+    CollabStarted,
+    StopCollab,
+    TerminalAnswered,
+    TerminalCall,
+    WatchSnapshots,
 )
 from pebrel.messages.commands import (
     CancelAtPrompt,
@@ -86,6 +97,9 @@ __all__ = [
     "AnswersStale",
     "CancelAtPrompt",
     "ClosePane",
+    "CollabAnswered",
+    "CollabRequest",
+    "CollabStarted",
     "ConnectionClosed",
     "CwdReported",
     "ExecFinished",
@@ -119,9 +133,13 @@ __all__ = [
     "SendKey",
     "ShellMarked",
     "SnapshotChanged",
+    "StopCollab",
     "StopFrontend",
     "StreamDecoder",
+    "TerminalAnswered",
+    "TerminalCall",
     "TitleChanged",
+    "WatchSnapshots",
     "WriteAtPrompt",
     "WriteInput",
     "all_message_types",

@@ -13,13 +13,13 @@ from typing import Any
 
 import msgpack
 
-from pebrel.messages import commands, facts, frontend, replies
+from pebrel.messages import collab, commands, facts, frontend, replies
 from pebrel.messages import exec as execs
 from pebrel.messages.base import Message
 
 _REGISTRY: dict[str, type[Message]] = {
     cls.type: cls
-    for family in (frontend, commands, replies, facts, execs)
+    for family in (frontend, commands, replies, facts, execs, collab)
     for cls in family.MESSAGES
 }
 

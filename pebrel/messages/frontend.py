@@ -26,6 +26,9 @@ class HandleRequest(Message):
     params: dict[str, Any]
     #: Non-zero: the frontend would keep a reusable answer under this slot (echoed back).
     cache_slot: int = 0
+    #: The client's TCP source port, stamped on `collab.*` requests only (0 otherwise): the
+    #: router finds the calling process by it (router/collab_link.py; #16).
+    peer_port: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -95,11 +95,11 @@ class Module:
 
 
 def scanned_modules() -> dict[str, Module]:
-    """pebrel's own modules and the router's (the CLI and the workers never run in the
-    router)."""
+    """pebrel's own modules and the router's (the CLI, the workers and the collab service
+    never run in the router; the collab service answers CollabCodes of its own, #16)."""
     found: dict[str, Module] = {}
     for info in pkgutil.walk_packages(pebrel.__path__, "pebrel."):
-        if info.name.startswith(("pebrel.cli", "pebrel.workers")):
+        if info.name.startswith(("pebrel.cli", "pebrel.workers", "pebrel.collab")):
             continue
         spec = importlib.util.find_spec(info.name)
         if spec is None or spec.origin is None or not spec.origin.endswith(".py"):

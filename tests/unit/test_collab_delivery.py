@@ -204,12 +204,18 @@ def test_a_gated_message_waits_queued_with_its_reason(
         store.close()
 
 
-def test_a_busy_agent_is_written_to(store: Store) -> None:
-    """I3.4: `running` (busy) does not gate; only attention and waiting_input do."""
+def test_a_busy_agent_is_written_to_when_its_turn_ends(store: Store) -> None:
+    """I3: `running` (a turn in progress) gates like attention; the text goes in once the
+    agent's turn has ended."""
     term = FakeTerminal(snapshot(agent("agt_a", 1, state="running")))
     q = queue(store, "ses_a", "while busy")
 
     async def body(engine: Deliverer) -> None:
+        await wait_for_async(lambda: engine.waiting_reason(q.message_id), 5, "waiting")
+        assert engine.waiting_reason(q.message_id) == "agent_running"
+        assert term.written() == []
+        term.snap = snapshot(agent("agt_a", 1, state="idle"))
+        engine.on_snapshot(term.snap)
         await settled(store, q.message_id)
 
     run(store, term, body)

@@ -17,7 +17,7 @@ import msgpack
 import pytest
 
 from pebrel import messages as m
-from pebrel.messages import commands, facts, frontend, replies
+from pebrel.messages import collab, commands, facts, frontend, replies
 from pebrel.messages import exec as execs
 from pebrel.messages import forkserver as fork
 
@@ -76,7 +76,7 @@ def test_every_message_of_every_family_is_registered_and_exported() -> None:
     """A message type left out of its family's MESSAGES could not be decoded: none is."""
     defined = {
         cls
-        for family in (frontend, commands, replies, facts, execs)
+        for family in (frontend, commands, replies, facts, execs, collab)
         for cls in vars(family).values()
         if isinstance(cls, type)
         and issubclass(cls, m.Message)

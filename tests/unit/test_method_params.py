@@ -145,12 +145,19 @@ def params_type(name: str) -> Any:
     return hint
 
 
+#: The schema's methods the router runs itself: `collab.*` ones are forwarded to the collab
+#: service (router/collab_link.py; #16), which checks its own params.
+ROUTER_METHODS = sorted(name for name in load_schema()["methods"] if not name.startswith("collab."))
+
+
 def test_every_schema_method_has_a_handler() -> None:
-    """R1.6: the method table and the schema name the same methods."""
-    assert sorted(METHODS) == sorted(load_schema()["methods"])
+    """R1.6: the method table and the schema name the same methods, but for the collab
+    service's (#16)."""
+    assert sorted(METHODS) == ROUTER_METHODS
+    assert not any(name.startswith("collab.") for name in METHODS)
 
 
-@pytest.mark.parametrize("name", sorted(load_schema()["methods"]))
+@pytest.mark.parametrize("name", ROUTER_METHODS)
 def test_params_type_matches_the_schema(name: str) -> None:
     """R2.3: the handler's params TypedDict has the schema's keys, required keys and types."""
     typed = params_type(name)

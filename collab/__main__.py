@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from pebrel.collab.app import main
+
+main()
