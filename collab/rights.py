@@ -166,10 +166,14 @@ def resolve(
 
 
 def caller_wire(caller: Mapping[str, Any], actor: Actor) -> dict[str, Any]:
-    """The caller as collab.capabilities reports it: user, session, or a pane with none."""
+    """The caller as collab.capabilities reports it: the user, a session (with its pane when
+    the caller is in one), a pane with no session, or an unknown caller."""
+    where = {k: caller[k] for k in ("window_id", "pane_id") if k in caller}
     if actor.kind == "session":
-        return actor.wire()
-    return {"kind": "pane"} if is_pane(caller) else {"kind": "user"}
+        return {**actor.wire(), **where}
+    if not is_pane(caller):
+        return {"kind": "user"}
+    return {"kind": "pane", **where} if caller.get("kind") == "pane" else {"kind": "unknown"}
 
 
 def origin(caller: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -24,8 +24,8 @@ from typing import Any
 import psutil
 import pytest
 
-from pebrel import entrypoints
 from pebrel.client import Client
+from tests.collab_fixtures import collab_pids, kill_collab, serving
 from tests.conftest import (
     Runtime,
     at_prompt,
@@ -39,32 +39,6 @@ from tests.conftest import (
 pytestmark = pytest.mark.timeout(120)
 
 UNAVAILABLE = "INTEGRATION_RUNTIME_UNAVAILABLE"
-
-
-def collab_pids(rt: Runtime) -> list[int]:
-    """The router's children started as `python -P -m pebrel.collab`."""
-    wanted = entrypoints.module_argv(entrypoints.COLLAB)[1:]
-    found = []
-    for child in psutil.Process(rt.pid).children():
-        try:
-            if child.cmdline()[1:] == wanted and child.status() != psutil.STATUS_ZOMBIE:
-                found.append(child.pid)
-        except psutil.Error:
-            continue
-    return found
-
-
-def serving(rt: Runtime) -> dict[str, Any] | None:
-    """collab.capabilities' result once the service answers it (None while it does not)."""
-    envelope = rt.call("collab.capabilities", timeout_s=20)
-    return envelope["result"] if envelope["ok"] else None
-
-
-def kill_collab(rt: Runtime) -> int:
-    (pid,) = wait_for(lambda: collab_pids(rt) or None, 15, "a collab service process")
-    os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: pid not in collab_pids(rt), 10, "the killed collab service to be reaped")
-    return int(pid)
 
 
 def assert_unavailable(envelope: dict[str, Any]) -> None:

@@ -48,6 +48,11 @@ def setup(world: World) -> dict[str, str]:
     return ids
 
 
+#: Where the P1 and P9 callers are (capabilities reports a pane caller's pane).
+AT1 = {k: v for k, v in P1.items() if k != "kind"}
+AT9 = {k: v for k, v in P9.items() if k != "kind"}
+
+
 class Actor(NamedTuple):
     id: str
     caller: dict[str, Any]
@@ -59,12 +64,14 @@ ACTORS = [
     Actor("user", USER, None, {"kind": "user"}),
     Actor("user-as-session", USER, "alice", {"kind": "session", "session_id": "alice"}),
     Actor("user-as-unknown-session", USER, "ses_nope", CollabCode.INTEGRATION_SESSION_NOT_FOUND),
-    Actor("pane-bound", P1, None, {"kind": "session", "session_id": "alice"}),
-    Actor("pane-bound-names-itself", P1, "alice", {"kind": "session", "session_id": "alice"}),
+    Actor("pane-bound", P1, None, {"kind": "session", "session_id": "alice", **AT1}),
+    Actor(
+        "pane-bound-names-itself", P1, "alice", {"kind": "session", "session_id": "alice", **AT1}
+    ),
     Actor("pane-bound-names-another", P1, "bob", DENIED),
-    Actor("pane-without-session", P9, None, {"kind": "pane"}),
+    Actor("pane-without-session", P9, None, {"kind": "pane", **AT9}),
     Actor("pane-without-session-names-one", P9, "alice", DENIED),
-    Actor("unknown-caller", UNKNOWN, None, {"kind": "pane"}),
+    Actor("unknown-caller", UNKNOWN, None, {"kind": "unknown"}),
     Actor("unknown-caller-names-one", UNKNOWN, "alice", DENIED),
 ]
 
@@ -91,7 +98,7 @@ def test_pane_of_an_exited_agent_binds_no_session(world: World) -> None:
     has no session (never matched by pane numbers alone)."""
     ids = setup(world)
     world.terminal.agents["alice"]["status"] = "exited"
-    assert world.call("collab.capabilities", P1)["caller"] == {"kind": "pane"}
+    assert world.call("collab.capabilities", P1)["caller"] == {"kind": "pane", **AT1}
     world.fails(DENIED, "collab.task.report", P1, task=ids["task"], status="ack")
     world.terminal.seen = False
     world.fails(DENIED, "collab.task.report", P2, task=ids["task"], status="ack")
