@@ -157,7 +157,11 @@ class CollabLink:
             validate_params(request.method, request.params)
             if self.rt.closing:
                 raise PebrelError(ErrorCode.RUNTIME_UNAVAILABLE, "the runtime is stopping")
-            caller = await self.caller_of(request)
+            # Each request waits on its own outer future: on 3.11 a request's first step runs
+            # outside a Task (router/eager.py), and two first steps awaiting one shared future
+            # break asyncio's handshake ("await wasn't used with future"); the shield also
+            # keeps one waiter's cancellation from cancelling the connection's kept caller.
+            caller = await asyncio.shield(self.caller_of(request))
         except PebrelError as exc:
             self.answer(request, False, None, exc.to_wire())
             return
