@@ -129,6 +129,18 @@ def one_by_one(data: Path, group: str, writes: int, start: int) -> list[float]:
     return took
 
 
+def transport(data: Path, calls: int) -> list[float]:
+    """`collab.capabilities` one by one: the client -> adapter -> router -> collab round trip
+    with no write, to read the write rows against."""
+    took: list[float] = []
+    with Client(data, timeout_s=60) as client:
+        for _ in range(calls):
+            started = time.perf_counter()
+            client.call("collab.capabilities", {})
+            took.append(time.perf_counter() - started)
+    return took
+
+
 def pipelined(data: Path, group: str, writes: int, batch: int, start: int) -> list[float]:
     """Each write's time from its batch being sent to its answer."""
     took: list[float] = []
@@ -200,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
                     raise SystemExit(f"collab.group.create failed: {made}")
                 group = made["result"]["group"]["group_id"]
             t0 = time.perf_counter()
+            hop = transport(data, args.writes)
+            hop_wall = time.perf_counter() - t0
+            t0 = time.perf_counter()
             single = one_by_one(data, group, args.writes, 0)
             single_wall = time.perf_counter() - t0
             t0 = time.perf_counter()
@@ -226,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         "| writes | n | p50 ms | p99 ms | writes/s | p50 vs floor |",
         "|---|---|---|---|---|---|",
         row("floor: raw SQLite durable commit", floor, floor_wall),
+        row("collab.capabilities (the round trip, no write)", hop, hop_wall, floor_p50),
         row("collab.task.create, one by one", single, single_wall, floor_p50),
         row(f"collab.task.create, pipelined by {args.batch}", batch, batch_wall, floor_p50),
         "",
