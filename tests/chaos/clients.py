@@ -186,6 +186,7 @@ class ChaosClient(threading.Thread):
             (self.split, 1 if len(self.panes) < MAX_PANES else 0),
             (self.close, 1 if len(self.panes) > 1 else 0),
             (self.agent_turn, 1 if self.agents else 0),
+            (self.collab_read, 1),
         ]
         op = self.rng.choices([o for o, _ in ops], weights=[w for _, w in ops])[0]
         op(pane)
@@ -209,6 +210,11 @@ class ChaosClient(threading.Thread):
         created = self.request("window.create", {})
         if isinstance(created, dict):
             self.window, self.panes = created["window_id"], [created["pane_id"]]
+
+    def collab_read(self, pane: int) -> None:
+        """A collab request: answered by the collab service, or INTEGRATION_RUNTIME_UNAVAILABLE
+        (retryable) while the router restarts it; never a hang (#16)."""
+        self.request("collab.task.list", {})
 
     def read(self, pane: int) -> None:
         answer = self.request("pane.read", {**self.target(pane), "lines": self.rng.randint(1, 300)})

@@ -42,7 +42,7 @@ from tests.chaos.runtime import ChaosRuntime
 from tests.conftest import poll_until
 
 SEED_ENV = "PEBREL_CHAOS_SEED"
-VICTIMS = ("worker", "shell", "forkserver", "spare", "adapter")
+VICTIMS = ("worker", "shell", "forkserver", "spare", "adapter", "collab")
 #: How long a killed pane may take to show as exited, a stopped process to answer again.
 SETTLE_S = 20.0
 
@@ -201,6 +201,8 @@ class Chaos:
             return self.rt.router_child(entrypoints.ADAPTER), None
         if kind == "forkserver":
             return self.rt.router_child(entrypoints.FORKSERVER), None
+        if kind == "collab":  # the router restarts it; terminal requests never notice
+            return self.rt.router_child(entrypoints.COLLAB), None
         if kind == "spare":
             spares = self.rt.spares()
             return (spares[int(pick * len(spares))] if spares else None), None
