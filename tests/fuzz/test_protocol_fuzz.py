@@ -53,6 +53,22 @@ METHODS: dict[str, dict[str, Any]] = {
     "agents.list": {},
     "agent.get": {},
     "agent.read": {},
+    # The collab service (#16): no agent runs here, so nothing it queues is ever typed.
+    "collab.capabilities": {},
+    "collab.group.create": {},
+    "collab.group.list": {},
+    "collab.group.show": {},
+    "collab.session.list": {},
+    "collab.session.get": {},
+    "collab.task.create": {},
+    "collab.task.get": {},
+    "collab.task.list": {},
+    "collab.task.comment": {},
+    "collab.task.report": {},
+    "collab.task.accept": {},
+    "collab.message.get": {},
+    "collab.reply": {},
+    "collab.events.list": {},
 }
 ANSWER_DEADLINE_S = 10.0
 
@@ -80,8 +96,9 @@ class Fuzzed:
 
     def core_pids(self) -> dict[str, int]:
         pids = {"router": self.rt.pid}
-        for module in (entrypoints.ADAPTER, entrypoints.FORKSERVER):
-            (child,) = router_children(self.rt, module)
+        for module in (entrypoints.ADAPTER, entrypoints.FORKSERVER, entrypoints.COLLAB):
+            # The collab service starts after the adapter: wait for it the first time.
+            (child,) = wait_for(lambda m=module: router_children(self.rt, m), 20, module)
             pids[module] = child.pid
         return pids
 
