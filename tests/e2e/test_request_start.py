@@ -40,3 +40,5 @@ def test_request_whose_handler_cannot_start_answers_internal_error(tmp_path: Pat
         assert cli.json["error"]["code"] == "internal_error"
         log = (rt.data_dir / "runtime.log").read_text()
         assert "request could not be started" in log
+        # The answer says to look its incident up in runtime.log: it is there.
+        assert f"incident='{error['details']['incident']}'" in log
