@@ -28,6 +28,7 @@ WHEEL_FILES = (
     "pebrel/workers/shellinit/bash.sh",
     "pebrel/workers/shellinit/zsh/.zshenv",
     "pebrel/cli/main.py",
+    "pebrel/collab/__main__.py",
 )
 
 nox.options.sessions = ["lint", "wheel", "tests"]

@@ -98,7 +98,7 @@ class Fuzzed:
         pids = {"router": self.rt.pid}
         for module in (entrypoints.ADAPTER, entrypoints.FORKSERVER, entrypoints.COLLAB):
             # The collab service starts after the adapter: wait for it the first time.
-            (child,) = wait_for(lambda m=module: router_children(self.rt, m), 20, module)
+            (child,) = wait_for(functools.partial(router_children, self.rt, module), 20, module)
             pids[module] = child.pid
         return pids
 
