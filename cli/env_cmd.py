@@ -27,6 +27,67 @@ def _env(name: str) -> str | None:
 #: delegate needs an origin agent), or inside a git repository (agent fork).
 IN_AGENT_PANE = "inside the pane of agent helper"
 IN_GIT_REPO = "inside a git repository"
+#: The collab examples take the ids of earlier answers from shell variables: SESSION (the
+#: session registered), TASK, REVISION and ATTEMPT (the task's), MESSAGE (the last message
+#: queued), DECISION (the question asked), EVENT (the comment made). docs/collab.md.
+WITH_IDS = "with the ids of the earlier collab answers in $SESSION, $TASK, ..."
+
+S = '--session "$SESSION"'
+COLLAB_ROWS: list[tuple[str, str, str] | tuple[str, str, str, str]] = [
+    ("collab capabilities", "what the collab service speaks, who you are to it",
+     "pebrel collab capabilities"),
+    ("collab group create", "a group of agent sessions (the user's)",
+     "pebrel collab group create team"),
+    ("collab group list", "every group", "pebrel collab group list"),
+    ("collab session register", "make agent helper a session of the group",
+     "pebrel collab session register --agent helper --group team"),
+    ("collab session get", "a session: its agent, binding, online",
+     'pebrel collab session get "$SESSION"', WITH_IDS),
+    ("collab session list", "the group's sessions", "pebrel collab session list --group team"),
+    ("collab group show", "a group and its sessions", "pebrel collab group show team"),
+    ("collab task create", "a task in the group (add --assignee to assign it at once)",
+     'pebrel collab task create --group team --title "Summarise" --content "Summarise the README"'),
+    ("collab task assign", "a new attempt for a session; its text is typed into the agent",
+     'pebrel collab task assign "$TASK" --assignee "$SESSION" --revision "$REVISION"', WITH_IDS),
+    ("collab task list", "the group's tasks", "pebrel collab task list --group team"),
+    ("collab message get", "a message and its delivery stages",
+     'pebrel collab message get "$MESSAGE"', WITH_IDS),
+    ("collab task report", "the assignee reports (ack, working, blocked, complete, failed)",
+     f'pebrel collab {S} task report "$TASK" --attempt "$ATTEMPT" --status ack --content "On it"',
+     WITH_IDS),
+    ("collab task submit-plan", "the assignee proposes a plan",
+     f'pebrel collab {S} task submit-plan "$TASK" --content "Read it, then write"', WITH_IDS),
+    ("collab task approve-plan", "the user approves it",
+     'pebrel collab task approve-plan "$TASK"', WITH_IDS),
+    ("collab task question", "the assignee asks the user",
+     f'pebrel collab {S} task question "$TASK" --content "How long?"', WITH_IDS),
+    ("collab task answer", "the user answers once; the answer is typed into the agent",
+     'pebrel collab task answer "$TASK" --decision "$DECISION" --content "One paragraph"',
+     WITH_IDS),
+    ("collab task report", "the delivery: complete makes a new artifact",
+     f'pebrel collab {S} task report "$TASK" --attempt "$ATTEMPT" --status complete '
+     '--content "Done" --summary "summarised"', WITH_IDS),
+    ("collab task accept", "the user's verdict", 'pebrel collab task accept "$TASK"', WITH_IDS),
+    ("collab task comment", "a consultation typed into the assignee; keeps acceptance",
+     'pebrel collab task comment "$TASK" --content "Why so short?"', WITH_IDS),
+    ("collab task respond", "the assignee answers the consultation",
+     f'pebrel collab {S} task respond "$TASK" --attempt "$ATTEMPT" --to-event "$EVENT" '
+     '--content "As asked"', WITH_IDS),
+    ("collab reply", "answer a delivered message (with --status: a report)",
+     f'pebrel collab {S} reply "$MESSAGE" --content "It was asked short"', WITH_IDS),
+    ("collab task get", "the whole task: attempts, history, artifacts, outbox",
+     'pebrel collab task get "$TASK"', WITH_IDS),
+    ("collab task revise", "change the requirement; the result loses acceptance",
+     'pebrel collab task revise "$TASK" --revision "$REVISION" --content "Two paragraphs"',
+     WITH_IDS),
+    ("collab task close", "close the task", 'pebrel collab task close "$TASK"', WITH_IDS),
+    ("collab task reopen", "reopen it", 'pebrel collab task reopen "$TASK"', WITH_IDS),
+    ("collab events list", "the group's journal, in order",
+     "pebrel collab events list --group team --after 0"),
+    ("collab group remove", "take a session out of the group (its queued texts fail)",
+     'pebrel collab group remove team "$SESSION"', WITH_IDS),
+    ("collab group add", "put it back", 'pebrel collab group add team "$SESSION"', WITH_IDS),
+]  # fmt: skip
 
 
 def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
@@ -148,6 +209,7 @@ def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
             "pebrel ctl agent-wait --agent helper --generation 1 --state settled --timeout-ms 5000",
         ),
         ("ctl agent-read", "agent.read", "pebrel ctl agent-read --agent helper --generation 1"),
+        *COLLAB_ROWS,
         ("agent start", "a second agent", "pebrel agent start reviewer --kind codex"),
         (
             "agent delegate",

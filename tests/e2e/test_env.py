@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pebrel import __version__
-from pebrel.cli.env_cmd import IN_AGENT_PANE, IN_GIT_REPO
+from pebrel.cli.env_cmd import IN_AGENT_PANE, IN_GIT_REPO, WITH_IDS
 from tests.agent_fixtures import fake_agents_env, started_runtime
 from tests.conftest import BIN_DIR, PEBREL, Runtime, base_env, stop_and_check
 
@@ -242,9 +242,10 @@ def test_every_env_example_runs(tmp_path: Path) -> None:
         rows = envelope["result"]["commands"]
         assert rows[-1]["example"] == "pebrel runtime stop"
         failures: list[tuple[str, str]] = []
+        ids: dict[str, str] = {}  # the collab examples' $SESSION, $TASK, ... (WITH_IDS)
         for row in rows:
             example, run_in = row["example"], row.get("run_in")
-            run_env, cwd = dict(runtime.env), None
+            run_env, cwd = {**runtime.env, **ids}, None
             if run_in == IN_AGENT_PANE:
                 helper = runtime.ok("agent.get", {"agent": "helper"})
                 run_env["PEBREL_WINDOW_ID"] = str(helper["window_id"])
@@ -266,4 +267,30 @@ def test_every_env_example_runs(tmp_path: Path) -> None:
                 continue
             if proc.returncode != 0:
                 failures.append((example, f"exit {proc.returncode}: {proc.stdout.strip()[:300]}"))
+            elif example.startswith("pebrel collab"):
+                ids.update(collab_ids(example, json.loads(proc.stdout)["result"]))
         assert failures == []
+        assert run_in_kinds(rows) <= {None, IN_AGENT_PANE, IN_GIT_REPO, WITH_IDS}
+
+
+def run_in_kinds(rows: list[dict[str, Any]]) -> set[str | None]:
+    return {row.get("run_in") for row in rows}
+
+
+def collab_ids(example: str, result: dict[str, Any]) -> dict[str, str]:
+    """The ids a collab example's answer gives the examples after it (cli/env_cmd.py WITH_IDS)."""
+    found: dict[str, str] = {}
+    session = result.get("session")
+    if isinstance(session, dict) and "session_id" in session:
+        found["SESSION"] = session["session_id"]
+    task = result.get("task")
+    if isinstance(task, dict) and "task_id" in task:
+        found["TASK"] = task["task_id"]
+        found["REVISION"] = str(task["revision"])
+    for key, name in (("attempt_id", "ATTEMPT"), ("message_id", "MESSAGE"),
+                      ("decision_id", "DECISION")):  # fmt: skip
+        if isinstance(result.get(key), str):
+            found[name] = result[key]
+    if " task comment " in f" {example} ":
+        found["EVENT"] = result["event_id"]
+    return found

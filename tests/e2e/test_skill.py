@@ -46,11 +46,37 @@ def test_skill_has_the_commands_it_promises() -> None:
     assert any(c.startswith("pebrel agent read") for c in commands)
 
 
+def collab_ids(rt: Runtime, tmp_path: Path) -> dict[str, str]:
+    """What an agent's delivered texts give it: a session with a task assigned and a
+    consultation on it (the Skill's collab commands read them from shell variables, #16)."""
+    rt.ok("agent.start", {"name": "skill-agent", "kind": "claude"})
+    rt.ok("collab.group.create", {"name": "skill"})
+    session = rt.ok("collab.session.register", {"agent": "skill-agent", "group": "skill"})
+    session_id = session["session"]["session_id"]
+    made = rt.ok(
+        "collab.task.create",
+        {"group": "skill", "title": "README", "content": "Summarise it", "assignee": session_id},
+    )
+    task_id = made["task"]["task_id"]
+    asked = rt.ok("collab.task.comment", {"task": task_id, "content": "Why?"})
+    (tmp_path / "result.md").write_text("The README, summarised.\n")
+    return {
+        "SESSION": session_id,
+        "TASK": task_id,
+        "ATTEMPT": made["attempt_id"],
+        "EVENT": asked["event_id"],
+        "MESSAGE": asked["message_id"],
+    }
+
+
 def test_skill_commands_run_top_to_bottom(agent_rt: Runtime, tmp_path: Path) -> None:
+    ids: dict[str, str] = {}
     for command in skill_commands():
+        if "$TASK" in command and not ids:
+            ids = collab_ids(agent_rt, tmp_path)
         proc = subprocess.run(
             ["bash", "-c", command],
-            env=agent_rt.env,
+            env={**agent_rt.env, **ids},
             cwd=tmp_path,
             capture_output=True,
             text=True,
