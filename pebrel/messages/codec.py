@@ -9,6 +9,7 @@ one map per message (no per-message reflection: the field names of each type are
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any
 
 import msgpack
@@ -34,6 +35,31 @@ def all_message_types() -> dict[str, type[Message]]:
 
 _FIELDS: dict[type[Message], tuple[str, ...]] = {}
 
+PACK_BUFFER_BYTES = 256 * 1024
+"""The buffer a packer starts with (msgpack's own default). A message larger than this (a long
+scrollback read) grows it; the packer is then replaced, so the grown buffer is not kept."""
+
+
+def _new_packer() -> msgpack.Packer:
+    return msgpack.Packer(use_bin_type=True, autoreset=True, buf_size=PACK_BUFFER_BYTES)
+
+
+class _ThreadPacker(threading.local):
+    """One packer per thread (a packer is not thread-safe), made once and reused.
+
+    ``msgpack.packb`` makes a packer, and so a fresh 256 KiB buffer, for every message. glibc
+    serves the first from mmap and then, having raised its mmap threshold when that one was
+    freed, every later one from the heap: a 256 KiB block asked for and freed at every
+    message, between longer-lived blocks, added to the fragmentation of every process's heap
+    (#15; workers/heaptrim.py has the rest). A kept packer takes its buffer once.
+    """
+
+    def __init__(self) -> None:
+        self.packer = _new_packer()
+
+
+_PACKER = _ThreadPacker()
+
 
 def encode(message: Message) -> bytes:
     cls = type(message)
@@ -42,7 +68,10 @@ def encode(message: Message) -> bytes:
         names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(message))
     body = {name: getattr(message, name) for name in names}
     body["type"] = message.type
-    packed: bytes = msgpack.packb(body, use_bin_type=True)
+    local = _PACKER
+    packed: bytes = local.packer.pack(body)
+    if len(packed) > PACK_BUFFER_BYTES:
+        local.packer = _new_packer()
     return packed
 
 

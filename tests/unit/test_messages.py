@@ -6,18 +6,22 @@ typed record with an explicit `type`, and nothing else encodes or decodes msgpac
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import select
+import threading
+import tracemalloc
 import types
 import typing
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import msgpack
 import pytest
 
 from pebrel import messages as m
-from pebrel.messages import commands, facts, frontend, replies
+from pebrel.messages import codec, commands, facts, frontend, replies
 from pebrel.messages import exec as execs
 from pebrel.messages import forkserver as fork
 
@@ -219,6 +223,77 @@ def test_a_record_that_is_no_message_is_reported_and_the_stream_goes_on() -> Non
 def test_bytes_that_are_not_msgpack_end_the_stream() -> None:
     with pytest.raises(m.MessageError):
         m.StreamDecoder().feed(b"\xc1")  # a byte msgpack never uses
+
+
+# -- the encoder's buffer (#15) -------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _traced() -> Iterator[None]:
+    assert not tracemalloc.is_tracing()
+    tracemalloc.start()
+    try:
+        yield
+    finally:
+        tracemalloc.stop()
+
+
+def _screen_updated(lines: int, width: int = 12) -> m.ScreenUpdated:
+    return m.ScreenUpdated(
+        window_id=1,
+        pane_id=2,
+        read_lines=lines,
+        lines=[f"{i:0{width}d}" for i in range(lines)],
+        history_available=lines,
+        truncated=False,
+        reports=1,
+    )
+
+
+def test_encoding_takes_no_new_buffer_per_message() -> None:
+    """#15: every message used to get a fresh 256 KiB packing buffer (``msgpack.packb``), which
+    glibc serves from the heap once its mmap threshold has risen: asked for and freed at every
+    message, it fragmented each pane worker's heap under a long soak. The encoder keeps one."""
+    message = _screen_updated(200)
+    m.encode(message)  # this thread's packer is made here, outside the measure
+    with _traced():
+        for _ in range(200):
+            assert m.decode(m.encode(message)) == message
+        _, peak = tracemalloc.get_traced_memory()
+    assert peak < 64 * 1024, f"encoding peaked at {peak} traced bytes"
+
+
+def test_a_large_message_does_not_leave_its_buffer_behind() -> None:
+    """The packer's buffer grows to fit a large message (a long scrollback read); it is not
+    kept at that size for the small messages that follow."""
+    large = _screen_updated(20_000, width=40)  # about 0.9 MB packed
+    with _traced():
+        frame = m.encode(large)
+        assert len(frame) > 2 * codec.PACK_BUFFER_BYTES
+        del frame
+        m.encode(_screen_updated(5))
+        kept, _ = tracemalloc.get_traced_memory()
+    assert kept < 2 * codec.PACK_BUFFER_BYTES, f"{kept} traced bytes kept after the message"
+
+
+def test_threads_encoding_at_once_get_their_own_frames() -> None:
+    """A packer is not thread-safe: each thread has its own (the router encodes from threads
+    of its executor as well as its loop)."""
+    errors: list[str] = []
+
+    def encode_many(index: int) -> None:
+        message = _screen_updated(50 + index)
+        for _ in range(300):
+            if m.decode(m.encode(message)) != message:
+                errors.append(f"thread {index}: wrong frame")
+                return
+
+    threads = [threading.Thread(target=encode_many, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not errors
 
 
 # -- the fork server's records (pebrel/messages/forkserver.py) ------------------------------------
