@@ -18,6 +18,7 @@ import zmq
 from pebrel import messages as m
 from pebrel import proctree
 from pebrel.runtimelock import shell_key_file
+from pebrel.workers import heaptrim
 from pebrel.workers.commands import COMMANDS
 from pebrel.workers.config import WorkerConfig, screen_rules
 from pebrel.workers.exec import ExecService
@@ -129,6 +130,8 @@ class Worker:
         self.exit_task: asyncio.Task[None] | None = None
         # The router's kept pane.read answer, renewed while the screen changes.
         self.reads = ReadWatch(self._ids(), self.screen.read, lambda msg: self._transmit(msg))
+        # Free heap pages go back to the system after busy spells (output, commands, replies).
+        self.heap = heaptrim.HeapTrim(heaptrim.malloc_trim())
 
     # -- outbound ----------------------------------------------------------------------------
     def send(self, message: m.Message) -> None:
@@ -140,6 +143,7 @@ class Worker:
 
     def _transmit(self, message: m.Message) -> None:
         assert self.sock is not None and self.inbox is not None
+        self.heap.busy = True
         try:
             self.sock.send(m.encode(message), flags=NOBLOCK)
         except zmq.ZMQError:
@@ -165,6 +169,7 @@ class Worker:
         self._process(data)
 
     def _process(self, data: bytes) -> None:
+        self.heap.busy = True
         for part in self.scanner.feed(data):
             if isinstance(part, OscEvent):
                 fact = self.osc.message(part)
@@ -248,6 +253,7 @@ class Worker:
     # -- router commands (workers/commands.py) ---------------------------------------------
     def handle(self, message: m.Message) -> None:
         """Apply one command (ClosePane sets ``stopped``: the worker exits)."""
+        self.heap.busy = True
         command = COMMANDS.get(type(message))
         if command is not None:
             command(self, message)
@@ -298,6 +304,7 @@ class Worker:
             for sig in STOP_SIGNALS:
                 loop.add_signal_handler(sig, stop.set)
         poll = loop.create_task(self._poll_foreground())
+        trim = loop.create_task(self.heap.run())
         if self.short_slice:
             loop.call_later(START_SLICE_S, self._started)
         fd = sock.fileno()
@@ -305,6 +312,7 @@ class Worker:
         loop.call_soon(self._receive)
         await stop.wait()
         poll.cancel()
+        trim.cancel()
         self.screen_rules.close()
         self.reads.close()
         loop.remove_reader(fd)

@@ -50,8 +50,8 @@ class _ThreadPacker(threading.local):
     ``msgpack.packb`` makes a packer, and so a fresh 256 KiB buffer, for every message. glibc
     serves the first from mmap and then, having raised its mmap threshold when that one was
     freed, every later one from the heap: a 256 KiB block asked for and freed at every
-    message, between longer-lived blocks, fragmented the heap of every pane worker a little
-    more with every message (issue #15). A kept packer takes its buffer once.
+    message, between longer-lived blocks, added to the fragmentation of every process's heap
+    (#15; workers/heaptrim.py has the rest). A kept packer takes its buffer once.
     """
 
     def __init__(self) -> None:
