@@ -16,14 +16,13 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 import click
 
 from pebrel.cli import output
+from pebrel.cli.options import CommandFunc, read_text_source
 from pebrel.cli.params import Request, prune
-
-CommandFunc = TypeVar("CommandFunc", bound=Callable[..., Any])
 
 #: What `task report` and `reply --status` may say (the schema's collab_report_status).
 REPORT_STATUSES = ("ack", "working", "blocked", "complete", "failed")
@@ -135,19 +134,7 @@ def read_content(content: str | None, content_file: str | None, required: bool) 
         if content is None and required:
             raise click.UsageError("give --content TEXT, --content - (stdin) or --content-file")
         return content
-    name = "stdin" if source == "-" else source
-    try:
-        if source == "-":
-            raw = sys.stdin.buffer.read()
-        else:
-            with open(source, "rb") as handle:
-                raw = handle.read()
-    except OSError as exc:
-        raise click.UsageError(f"cannot read {name}: {exc.strerror}") from exc
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise click.UsageError(f"{name} is not valid UTF-8") from exc
+    return read_text_source(source)
 
 
 def json_value(option: str, text: str | None, kinds: tuple[type, ...]) -> Any:

@@ -111,28 +111,44 @@ def assign(
     )
 
 
-@task.command("comment")
-@task_arg
-@content_options(required=True)
-@idempotency_option
-@pretty_option
-def comment(
-    task_id: str,
-    content: str | None,
-    content_file: str | None,
-    idempotency_key: str | None,
-    pretty: bool,
-) -> None:
-    """Ask the current assignee about TASK; the delivered text ends with the respond command."""
-    text = read_content(content, content_file, required=True)
-    write(
-        "task.comment",
-        idempotency_key,
-        pretty,
-        task=task_id,
-        content=text,
-        session=acting_session(),
-    )
+def text_verb(name: str, method: str, help_text: str) -> None:
+    """A verb that sends TASK and a text, as the `pebrel collab --session` session."""
+
+    @task.command(name, help=help_text)
+    @task_arg
+    @content_options(required=True)
+    @idempotency_option
+    @pretty_option
+    def command(
+        task_id: str,
+        content: str | None,
+        content_file: str | None,
+        idempotency_key: str | None,
+        pretty: bool,
+    ) -> None:
+        write(
+            method,
+            idempotency_key,
+            pretty,
+            task=task_id,
+            content=read_content(content, content_file, required=True),
+            session=acting_session(),
+        )
+
+
+text_verb(
+    "comment",
+    "task.comment",
+    "Ask the current assignee about TASK; the delivered text ends with the respond command.",
+)
+text_verb(
+    "question",
+    "task.question",
+    "As TASK's assignee, ask a question the user answers once (a decision).",
+)
+text_verb(
+    "submit-plan", "task.submit_plan", "As TASK's assignee, submit a plan for the user to approve."
+)
 
 
 @task.command("revise")
@@ -157,30 +173,6 @@ def revise(
         task=task_id,
         revision=revision,
         content=read_content(content, content_file, required=True),
-        session=acting_session(),
-    )
-
-
-@task.command("question")
-@task_arg
-@content_options(required=True)
-@idempotency_option
-@pretty_option
-def question(
-    task_id: str,
-    content: str | None,
-    content_file: str | None,
-    idempotency_key: str | None,
-    pretty: bool,
-) -> None:
-    """As TASK's assignee, ask a question the user answers once (a decision)."""
-    text = read_content(content, content_file, required=True)
-    write(
-        "task.question",
-        idempotency_key,
-        pretty,
-        task=task_id,
-        content=text,
         session=acting_session(),
     )
 
@@ -271,30 +263,6 @@ def report(
         summary=summary,
         evidence=evidence_value(evidence),
         attempt=attempt,
-        session=acting_session(),
-    )
-
-
-@task.command("submit-plan")
-@task_arg
-@content_options(required=True)
-@idempotency_option
-@pretty_option
-def submit_plan(
-    task_id: str,
-    content: str | None,
-    content_file: str | None,
-    idempotency_key: str | None,
-    pretty: bool,
-) -> None:
-    """As TASK's assignee, submit a plan for the user to approve."""
-    text = read_content(content, content_file, required=True)
-    write(
-        "task.submit_plan",
-        idempotency_key,
-        pretty,
-        task=task_id,
-        content=text,
         session=acting_session(),
     )
 

@@ -204,28 +204,34 @@ def paste_source_options(
     return add
 
 
-def read_paste_text(text: str | None, stdin: bool, from_file: str | None) -> str:
-    """The paste text from exactly one source; the CLI reads files, never the runtime."""
+def read_text_source(source: str) -> str:
+    """UTF-8 text from a file, or from stdin when ``source`` is "-" (the CLI reads files,
+    never the runtime); a usage error naming the source when it cannot."""
     import sys
 
+    name = "stdin" if source == "-" else source
+    try:
+        if source == "-":
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(source, "rb") as handle:
+                raw = handle.read()
+    except OSError as exc:
+        raise click.UsageError(f"cannot read {name}: {exc.strerror}") from exc
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(f"{name} is not valid UTF-8") from exc
+
+
+def read_paste_text(text: str | None, stdin: bool, from_file: str | None) -> str:
+    """The paste text from exactly one source; the CLI reads files, never the runtime."""
     given = [text is not None, stdin, from_file is not None]
     if sum(given) != 1:
         raise click.UsageError("give exactly one of TEXT, --stdin or --from-file")
     if text is not None:
         return text
-    try:
-        if stdin:
-            raw = sys.stdin.buffer.read()
-        else:
-            assert from_file is not None
-            with open(from_file, "rb") as handle:
-                raw = handle.read()
-    except OSError as exc:
-        raise click.UsageError(f"cannot read {from_file or 'stdin'}: {exc.strerror}") from exc
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise click.UsageError(f"{from_file or 'stdin'} is not valid UTF-8") from exc
+    return read_text_source("-" if stdin or from_file is None else from_file)
 
 
 def modifier_options(func: CommandFunc) -> CommandFunc:

@@ -44,7 +44,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pebrel.collab import delivery
-from pebrel.collab.delivery import DELIVERED, FAILED, QUEUED, WRITING, latest_stages
+from pebrel.collab.delivery import (
+    DELIVERED,
+    FAILED,
+    QUEUED,
+    REMOVED_FROM_GROUP,
+    WRITING,
+    latest_stages,
+)
 from pebrel.collab.online import find_agent, session_online
 from pebrel.collab.store import Store
 from pebrel.collab.terminal import Terminal, TerminalUnavailable
@@ -74,9 +81,6 @@ FINAL_CODES: Final = frozenset({"invalid_params"})
 GATED_STATES: Final = frozenset({"running", "attention", "waiting_input"})
 #: Session states that are never written to (the message waits).
 UNWRITABLE: Final = frozenset({"starting", "restoring", "failed"})
-#: The recipient left the message's group: the message fails for good (the spec's explicit
-#: failure record for a removed assignee), never written into a pane outside the group.
-REMOVED: Final = "removed_from_group"
 #: The one-line limit of agent.prompt (pebrel.model.MAX_PROMPT_BYTES).
 PROMPT_MAX_BYTES: Final = 32 * 1024
 
@@ -272,9 +276,9 @@ class Deliverer:
             await asyncio.sleep(delay)
             return
         reason, agent = await self._gate(session_id, head.group_id)
-        if reason == REMOVED:
+        if reason == REMOVED_FROM_GROUP:
             self._waiting.pop(head.message_id, None)
-            self._finish(head, REMOVED)
+            self._finish(head, REMOVED_FROM_GROUP)
             return
         if agent is None:
             self._waiting[head.message_id] = reason or "unknown"
@@ -294,7 +298,7 @@ class Deliverer:
             return "session_not_found", None
         row = dict(rows[0])
         if row["group_id"] != group_id:
-            return REMOVED, None
+            return REMOVED_FROM_GROUP, None
         if row["state"] in UNWRITABLE:
             return f"session_{row['state']}", None
         snapshot = self.terminal.snapshot()

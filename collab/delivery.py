@@ -23,6 +23,9 @@ WRITING: Final = "writing"
 DELIVERED: Final = "delivered"
 FAILED: Final = "failed"
 STAGES: Final = (QUEUED, WRITING, DELIVERED, FAILED)
+#: The reason a message to a session no longer in the message's group fails for good (#16
+#: item 4: "a removed assignee leaves an explicit failed record").
+REMOVED_FROM_GROUP: Final = "removed_from_group"
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,14 +235,39 @@ def message_record(
     }
 
 
-def latest_stages(store: Store, where: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+def latest_stages(db: Store | Tx, where: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
     """Each message matching ``where`` (on `m`, the messages table) joined with its latest
-    stage row `d`, in queue order."""
-    rows = store.read(
-        "SELECT m.id AS message_id, m.group_id, m.to_session, m.task_id, m.attempt_id,"
-        " m.reply_to_event_id, m.content, m.created_at, d.delivery_id, d.stage, d.reason,"
-        " d.try, d.at, d.code FROM messages m JOIN delivery_stages d ON d.message_id = m.id"
-        f" AND {LATEST} WHERE {where} ORDER BY m.rowid",
-        args,
+    stage row `d`, in queue order (through the store, or an open transaction)."""
+    sql = (
+        "SELECT m.id AS message_id, m.group_id, m.to_session, m.from_actor, m.task_id,"
+        " m.attempt_id, m.reply_to_event_id, m.content, m.created_at, d.delivery_id, d.stage,"
+        " d.reason, d.try, d.at, d.code FROM messages m JOIN delivery_stages d"
+        f" ON d.message_id = m.id AND {LATEST} WHERE {where} ORDER BY m.rowid"
     )
-    return [dict(row) for row in rows]
+    if isinstance(db, Store):
+        return [dict(row) for row in db.read(sql, args)]
+    cur = db.execute(sql, args)
+    names = [column[0] for column in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def fail_queued(tx: Tx, session_id: str, group_id: str, reason: str) -> list[str]:
+    """Append a `failed` stage with ``reason`` to every message of the group to this session
+    still waiting in `queued`; returns their message ids."""
+    failed = []
+    for row in latest_stages(
+        tx, "m.to_session = ? AND m.group_id = ? AND d.stage = ?", (session_id, group_id, QUEUED)
+    ):
+        append_stage(
+            tx,
+            group_id=group_id,
+            delivery_id=row["delivery_id"],
+            message_id=row["message_id"],
+            task_id=row["task_id"],
+            attempt_id=row["attempt_id"],
+            stage=FAILED,
+            reason=reason,
+            tries=int(row["try"]),
+        )
+        failed.append(str(row["message_id"]))
+    return failed

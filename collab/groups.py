@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pebrel.collab import outbox, refs, sessions, writes
+from pebrel.collab import refs, sessions, writes
+from pebrel.collab.delivery import REMOVED_FROM_GROUP, fail_queued
 from pebrel.collab.handler import Ctx, Handler
 from pebrel.collab.store import Store, Tx, new_id
 from pebrel.errors import CollabCode, CollabError
@@ -113,7 +114,7 @@ async def remove(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
                 f"session {session['id']} is not in group {group['name']}",
                 {"session_id": session["id"], "group_id": group_id},
             )
-        outbox.fail_queued(w.tx, str(session["id"]), group_id, outbox.REMOVED_FROM_GROUP)
+        fail_queued(w.tx, str(session["id"]), group_id, REMOVED_FROM_GROUP)
         w.tx.execute(
             "UPDATE sessions SET group_id = NULL, updated_at = ? WHERE id = ?",
             (w.tx.now, session["id"]),

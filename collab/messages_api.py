@@ -23,7 +23,7 @@ from pebrel.collab.delivery import (
     stage_rows,
 )
 from pebrel.collab.handler import Ctx, Handler
-from pebrel.collab.store import Store
+from pebrel.collab.store import Store, Tx
 from pebrel.errors import CollabCode, CollabError
 
 
@@ -67,13 +67,14 @@ async def message_get(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def message_outbox(
-    store: Store, task_id: str, waiting: WaitingReasons | None = None
+    db: Store | Tx, task_id: str, waiting: WaitingReasons | None = None
 ) -> list[dict[str, Any]]:
     """The task's messages in queue order, each with its latest delivery stage (task.get)."""
     out = []
-    for row in latest_stages(store, "m.task_id = ?", (task_id,)):
+    for row in latest_stages(db, "m.task_id = ?", (task_id,)):
         entry: dict[str, Any] = {
             "message_id": row["message_id"],
+            "from": json.loads(row["from_actor"]),
             "delivery_id": row["delivery_id"],
             "attempt_id": row["attempt_id"],
             "to_session_id": row["to_session"],

@@ -72,6 +72,10 @@ class Event:
     created_at: int
     refs: dict[str, Any]
     payload: dict[str, Any]
+    #: ``refs`` and ``payload`` as stored, encoded once (the journal row, the fact row and
+    #: retention's byte count all use them).
+    refs_json: str
+    payload_json: str
 
     def columns(self) -> dict[str, Any]:
         """The seven event columns of a fact row, as stored."""
@@ -81,8 +85,8 @@ class Event:
             "sequence": self.sequence,
             "kind": self.kind,
             "created_at": self.created_at,
-            "refs": dumps(self.refs),
-            "payload": dumps(self.payload),
+            "refs": self.refs_json,
+            "payload": self.payload_json,
         }
 
 
@@ -132,9 +136,10 @@ class Tx:
             created_at=self.now,
             refs=kept_refs,
             payload=payload,
+            refs_json=dumps(kept_refs),
+            payload_json=dumps(payload),
         )
-        cols = ev.columns()
-        self.insert("journal", {k: cols[k] for k in EVENT_COLUMNS})
+        self.insert("journal", ev.columns())
         self.events.append(ev)
         return ev
 
@@ -288,7 +293,7 @@ class Store:
             logger.warning("journal retention could not trim; will try again", exc_info=True)
 
     def _retain(self, events: list[Event]) -> None:
-        self.journal_bytes += sum(len(dumps(ev.payload)) for ev in events)
+        self.journal_bytes += sum(len(ev.payload_json) for ev in events)
         last: dict[str, int] = {}
         for ev in events:
             last[ev.group_id] = max(last.get(ev.group_id, 0), ev.sequence)

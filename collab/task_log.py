@@ -10,8 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pebrel.collab import outbox, refs, rights
-from pebrel.collab.delivery import FAILED, Queued, append_stage, queue_message
+from pebrel.collab import refs, rights
+from pebrel.collab.delivery import (
+    FAILED,
+    REMOVED_FROM_GROUP,
+    Queued,
+    append_stage,
+    queue_message,
+)
 from pebrel.collab.store import Event, dumps, new_id
 from pebrel.collab.writes import Write
 from pebrel.errors import CollabCode, CollabError
@@ -203,7 +209,7 @@ def deliver(
             task_id=str(task["id"]),
             attempt_id=str(attempt["id"]),
             stage=FAILED,
-            reason=outbox.REMOVED_FROM_GROUP,
+            reason=REMOVED_FROM_GROUP,
             tries=0,
         )
     else:

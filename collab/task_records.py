@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from pebrel.collab import outbox, refs, rights
-from pebrel.collab.delivery import QUEUED
+from pebrel.collab import refs, rights
 from pebrel.collab.handler import Ctx, Handler
 from pebrel.collab.journal import event_record
-from pebrel.collab.messages_api import waiting_of
+from pebrel.collab.messages_api import WaitingReasons, message_outbox, waiting_of
 from pebrel.collab.store import Store, Tx
 from pebrel.errors import CollabCode, CollabError
 
@@ -66,7 +65,7 @@ def decision_record(row: refs.Row) -> dict[str, Any]:
     }
 
 
-def full(db: Store | Tx, task: refs.Row) -> dict[str, Any]:
+def full(db: Store | Tx, task: refs.Row, waiting: WaitingReasons | None = None) -> dict[str, Any]:
     task_id = str(task["id"])
     attempts = refs.rows(db, "SELECT * FROM attempts WHERE task_id = ? ORDER BY number", (task_id,))
     events = refs.rows(
@@ -98,21 +97,14 @@ def full(db: Store | Tx, task: refs.Row) -> dict[str, Any]:
         "events": [event_record(e) for e in events],
         "artifacts": [artifact_record(a, task["accepted_artifact_id"]) for a in artifacts],
         "decisions": [decision_record(d) for d in decisions],
-        "outbox": outbox.task_outbox(db, task_id),
+        "outbox": message_outbox(db, task_id, waiting),
     }
 
 
 async def get(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     task = refs.task(ctx.store, refs.text(params, "task"))
     rights.require_member(ctx.store, ctx.actor, str(task["group_id"]))
-    record = full(ctx.store, task)
-    waiting = waiting_of(ctx.deliveries)
-    if waiting is not None:
-        for entry in record["outbox"]:
-            why = waiting.waiting_reason(entry["message_id"]) if entry["stage"] == QUEUED else None
-            if why is not None:
-                entry["reason"] = entry["waiting_reason"] = why
-    return {"task": record}
+    return {"task": full(ctx.store, task, waiting_of(ctx.deliveries))}
 
 
 async def list_tasks(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:

@@ -12,12 +12,17 @@ The messages are the same msgpack records (:mod:`pebrel.messages`), written back
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
+import subprocess
 from collections.abc import Callable
-from typing import cast
+from pathlib import Path
+from typing import Any, cast
 
+from pebrel import entrypoints, proctree
 from pebrel import messages as m
+from pebrel.datadir import open_log
 
 logger = logging.getLogger(__name__)
 
@@ -81,3 +86,44 @@ async def open_link(
     loop = asyncio.get_running_loop()
     _, link = await loop.create_unix_connection(lambda: Link(on_message, on_lost), sock=sock)
     return link
+
+
+def start_linked_process(
+    module: str, config: dict[str, Any], log_path: Path
+) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """Start Pebrel's process ``module`` with the other end of a new link: the process and
+    our end (for :func:`open_link`).
+
+    Its config (``config`` plus ``link_fd``, a token among it for the adapter) goes through
+    its stdin, never its argv or environment, which `ps` shows; its stderr goes to the log.
+    It is started and registered as our own child under the lock of the router's orphan
+    scan, which must never take it for an orphan. If it cannot be given its config it is
+    killed, reaped and forgotten.
+    """
+    ours, theirs = socket.socketpair()
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        with proctree.OWN_CHILDREN_LOCK, open_log(log_path) as log:
+            proc = subprocess.Popen(
+                entrypoints.module_argv(module),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                close_fds=True,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+            )
+            proctree.OWN_CHILDREN.add(proc.pid)
+        assert proc.stdin is not None
+        with proc.stdin:  # a few hundred bytes: the pipe takes them at once
+            proc.stdin.write(json.dumps({**config, "link_fd": theirs.fileno()}).encode())
+    except BaseException:
+        ours.close()
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            proctree.forget_child(proc.pid)
+        raise
+    finally:
+        theirs.close()
+    return proc, ours

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,15 +36,13 @@ from pebrel.datadir import (
     PORT_FILE,
     PortInfo,
     ensure_data_dir,
-    open_log,
     refuse_symlink,
     remove_port_file,
     write_port_file,
 )
-from pebrel.entrypoints import module_argv
 from pebrel.envelope import EncodedResult
 from pebrel.errors import ErrorCode, PebrelError, internal_error
-from pebrel.link import Link, open_link
+from pebrel.link import Link, open_link, start_linked_process
 from pebrel.router import collab_link, eager, facts
 from pebrel.router.answer_sync import AnswerSync
 from pebrel.router.forkserver import ForkServer
@@ -265,37 +261,14 @@ class RouterApp:
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start_frontend(self) -> subprocess.Popen[bytes]:
-        """Start the adapter with its end of the frontend link.
-
-        Its config (the token among it) goes through its stdin, never its argv or environment,
-        which `ps` shows.
-        """
-        ours, theirs = socket.socketpair()
+        """Start the adapter with its end of the frontend link (its config, the token among
+        it, on its stdin: pebrel/link.py)."""
         config = {
-            "link_fd": theirs.fileno(),
             "token": self.token,
             "log_path": str(self.data_dir / LOG_FILE),
             "version": __version__,
         }
-        try:
-            with open_log(self.data_dir / LOG_FILE) as log:
-                proc = subprocess.Popen(
-                    module_argv(entrypoints.ADAPTER),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL,
-                    stderr=log,
-                    close_fds=True,
-                    pass_fds=(theirs.fileno(),),
-                    start_new_session=True,
-                )
-            assert proc.stdin is not None
-            with proc.stdin:  # a few hundred bytes: the pipe takes them at once
-                proc.stdin.write(json.dumps(config).encode())
-        except BaseException:
-            ours.close()
-            raise
-        finally:
-            theirs.close()
+        proc, ours = start_linked_process(entrypoints.ADAPTER, config, self.data_dir / LOG_FILE)
         self.link = await open_link(ours, self.on_frontend_message, self.frontend_lost)
         return proc
 
@@ -322,8 +295,7 @@ class RouterApp:
         self.rt.forkserver = forkserver
         assert forkserver.pid is not None
         self.rt.adopt(forkserver.pid)
-        self.frontend = await self.start_frontend()
-        self.rt.adopt(self.frontend.pid)
+        self.frontend = await self.start_frontend()  # registered as our own child
         try:
             port = await asyncio.wait_for(self.frontend_port, STARTUP_TIMEOUT_S)
             await window.open_window(self.rt, None, None)

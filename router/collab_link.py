@@ -24,19 +24,18 @@ import itertools
 import json
 import logging
 import os
-import socket
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pebrel import __version__, entrypoints, proctree
+from pebrel import __version__, entrypoints
 from pebrel import messages as m
-from pebrel.datadir import LOG_FILE, open_log
+from pebrel.datadir import LOG_FILE
 from pebrel.envelope import EncodedResult
 from pebrel.errors import CollabCode, CollabError, ErrorCode, PebrelError, internal_error
-from pebrel.link import Link, open_link
+from pebrel.link import Link, open_link, start_linked_process
 from pebrel.router import collab_caller
 from pebrel.router.methods import METHODS
 from pebrel.router.runtime import Runtime
@@ -302,42 +301,15 @@ class CollabLink:
         return run.proc.returncode
 
     async def spawn(self) -> Run:
-        ours, theirs = socket.socketpair()
         config = {
-            "link_fd": theirs.fileno(),
             "data_dir": str(self.data_dir),
             "log_path": str(self.data_dir / LOG_FILE),
             "version": __version__,
             "runtime_id": self.rt.state.runtime_id,
         }
-        proc: subprocess.Popen[bytes] | None = None
-        try:
-            # Started and registered under the lock of the router's orphan scan, which must
-            # never take it for an orphan; from this (the loop's) thread, so its parent-death
-            # signal is tied to the router's life, not an executor thread's.
-            with proctree.OWN_CHILDREN_LOCK, open_log(self.data_dir / LOG_FILE) as log:
-                proc = subprocess.Popen(
-                    entrypoints.module_argv(entrypoints.COLLAB),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL,
-                    stderr=log,
-                    close_fds=True,
-                    pass_fds=(theirs.fileno(),),
-                    start_new_session=True,
-                )
-                proctree.OWN_CHILDREN.add(proc.pid)
-            assert proc.stdin is not None
-            with proc.stdin:  # a few hundred bytes: the pipe takes them at once
-                proc.stdin.write(json.dumps(config).encode())
-        except BaseException:
-            ours.close()
-            if proc is not None:  # it could not be given its config
-                proc.kill()
-                proc.wait()
-                self.rt.disown(proc.pid)
-            raise
-        finally:
-            theirs.close()
+        # From this (the loop's) thread, so its parent-death signal is tied to the router's
+        # life, not an executor thread's.
+        proc, ours = start_linked_process(entrypoints.COLLAB, config, self.data_dir / LOG_FILE)
         run = Run(proc, asyncio.get_running_loop().create_future())
         self.run = run
         try:

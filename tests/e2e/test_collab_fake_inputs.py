@@ -10,22 +10,15 @@ prompt (a collab session stays `binding_pending` until then); `--resume ID` resu
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.agent_fixtures import fake_agents_env, started_runtime
+from tests.collab_fixtures import received
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def received(log: Path) -> list[dict[str, Any]]:
-    if not log.exists():
-        return []
-    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
 
 
 def test_a_named_fake_takes_each_input_whole_and_once(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from pebrel.cli import output
 from pebrel.cli.main import main
 from pebrel.cli.params import Request
 from pebrel.client import unavailable_envelope
+from pebrel.collab.rights import READS
 from pebrel.schema import load_schema, validate_params
 
 pytestmark = pytest.mark.timeout(30)
@@ -70,17 +71,6 @@ class Case(NamedTuple):
         return self.method not in READS
 
 
-READS = {
-    "collab.capabilities",
-    "collab.group.list",
-    "collab.group.show",
-    "collab.session.get",
-    "collab.session.list",
-    "collab.task.get",
-    "collab.task.list",
-    "collab.message.get",
-    "collab.events.list",
-}
 C = "collab"
 CASES = (
     Case(f"{C} capabilities", "collab.capabilities", {}),

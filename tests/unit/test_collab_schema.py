@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pebrel.collab.rights import READS
 from pebrel.errors import RETRYABLE, CollabCode
 from pebrel.schema import SCHEMA_FILE, load_schema, resolve, validate_params
 
@@ -20,18 +21,6 @@ pytestmark = pytest.mark.timeout(30)
 
 COLLAB = sorted(name for name in load_schema()["methods"] if name.startswith("collab."))
 ALWAYS = {"INTEGRATION_RUNTIME_UNAVAILABLE", "COLLAB_STORAGE_UNAVAILABLE"}
-#: The writes: each takes an optional idempotency key (I3.1).
-READS = {
-    "collab.capabilities",
-    "collab.group.list",
-    "collab.group.show",
-    "collab.session.get",
-    "collab.session.list",
-    "collab.task.get",
-    "collab.task.list",
-    "collab.message.get",
-    "collab.events.list",
-}
 
 
 def spec(name: str) -> dict[str, Any]:
