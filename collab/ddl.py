@@ -151,6 +151,31 @@ CREATE TABLE IF NOT EXISTS journal_floor (
     group_id TEXT PRIMARY KEY,
     floor INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS principals (
+    id TEXT PRIMARY KEY,
+    group_id TEXT NOT NULL REFERENCES groups(id),
+    permissions TEXT NOT NULL,
+    launch_profiles TEXT NOT NULL,
+    token_hash TEXT NOT NULL,
+    revoked_at INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS principal_changes (
+    principal_id TEXT NOT NULL REFERENCES principals(id),
+    at INTEGER NOT NULL,
+    change TEXT NOT NULL,
+    policy TEXT
+);
+CREATE TABLE IF NOT EXISTS consumers (
+    principal_id TEXT NOT NULL REFERENCES principals(id),
+    name TEXT NOT NULL,
+    group_id TEXT NOT NULL,
+    acked_sequence INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (principal_id, name)
+);
 CREATE TABLE IF NOT EXISTS idempotency (
     scope TEXT NOT NULL,
     key TEXT NOT NULL,

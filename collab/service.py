@@ -25,7 +25,7 @@ from pebrel.collab import (
     tasks,
 )
 from pebrel.collab.deliverer import Deliverer
-from pebrel.collab.handler import Ctx, Deliveries, Handler
+from pebrel.collab.handler import Ctx, Deliveries, Handler, Sink
 from pebrel.collab.store import Store
 from pebrel.collab.terminal import Terminal
 from pebrel.errors import CollabCode, CollabError
@@ -122,6 +122,21 @@ class Service:
         actor = rights.resolve(self.store, self.latest_snapshot(), caller, method, params)
         ctx = Ctx(self.store, self.seen, self.deliveries, caller, actor)
         return await handler(ctx, params)
+
+    # -- the event stream (#17; collab/stream.py) ---------------------------------------------
+    async def subscribe(
+        self, caller: dict[str, Any], params: dict[str, Any], sink: Sink
+    ) -> dict[str, Any]:
+        """`events.subscribe` on the integration socket: answer, then push events to ``sink``."""
+        raise CollabError(CollabCode.FEATURE_UNSUPPORTED, "events.subscribe is not available yet")
+
+    def disconnected(self, sink: Sink) -> None:
+        """An integration connection closed: forget its stream, if any."""
+        return None
+
+    def revoked(self, principal_id: str) -> None:
+        """A principal was revoked: end its open streams with INTEGRATION_REVOKED (I1.4)."""
+        return None
 
     def on_snapshot(self, snapshot: dict[str, Any]) -> None:
         """The runtime's snapshot changed: track sessions, look at waiting deliveries."""
