@@ -20,12 +20,13 @@ from pebrel.collab import (
     replies,
     rights,
     sessions,
+    stream,
     task_records,
     task_reports,
     tasks,
 )
 from pebrel.collab.deliverer import Deliverer
-from pebrel.collab.handler import Ctx, Deliveries, Handler, Sink
+from pebrel.collab.handler import Actor, Ctx, Deliveries, Handler, Sink
 from pebrel.collab.store import Store
 from pebrel.collab.terminal import Terminal
 from pebrel.errors import CollabCode, CollabError
@@ -49,7 +50,7 @@ async def capabilities(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             "messages": True,
             "journal": True,
             "principals": False,
-            "events_stream": False,
+            "events_stream": True,
             "startup_input_conditions": False,
             "integration_policy_update": False,
         },
@@ -106,6 +107,8 @@ class Service:
             self.engine = Deliverer(store, self.seen)
             deliveries = self.engine
         self.deliveries: Deliveries = deliveries
+        self.hub = stream.Hub(store)
+        self.handlers["collab.events.ack"] = self.hub.ack
 
     def latest_snapshot(self) -> dict[str, Any] | None:
         return self.snapshot if self.snapshot is not None else self.terminal.snapshot()
@@ -127,16 +130,23 @@ class Service:
     async def subscribe(
         self, caller: dict[str, Any], params: dict[str, Any], sink: Sink
     ) -> dict[str, Any]:
-        """`events.subscribe` on the integration socket: answer, then push events to ``sink``."""
-        raise CollabError(CollabCode.FEATURE_UNSUPPORTED, "events.subscribe is not available yet")
+        """`events.subscribe` on the integration socket: the answer's result; the stream then
+        pushes events to ``sink`` (from the loop's next turn: send the answer first)."""
+        if caller.get("kind") != "principal":
+            raise CollabError(
+                CollabCode.INTEGRATION_PERMISSION_DENIED,
+                "the event stream is for integration identities, on the integration socket",
+            )
+        actor = Actor("principal", principal_id=str(caller.get("principal_id")))
+        return self.hub.subscribe(actor, params, sink)
 
     def disconnected(self, sink: Sink) -> None:
         """An integration connection closed: forget its stream, if any."""
-        return None
+        self.hub.disconnected(sink)
 
     def revoked(self, principal_id: str) -> None:
         """A principal was revoked: end its open streams with INTEGRATION_REVOKED (I1.4)."""
-        return None
+        self.hub.revoked(principal_id)
 
     def on_snapshot(self, snapshot: dict[str, Any]) -> None:
         """The runtime's snapshot changed: track sessions, look at waiting deliveries."""
@@ -151,6 +161,7 @@ class Service:
         logger.info("collab service started")
 
     async def close(self) -> None:
+        await self.hub.close()
         if self.engine is not None:
             self.engine.close()
             await self.engine.wait_closed()

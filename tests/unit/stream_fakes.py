@@ -1,0 +1,100 @@
+"""Stand-ins for the event-stream unit tests (#17): a Sink you can stall, principals as rows.
+
+`FakeSink` is a connection as collab/stream.py sees it: it records the lines sent, and when
+`stuck` it counts their bytes as unsent until `unstick()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from pebrel.collab import principals
+from pebrel.collab.handler import Actor, Ctx
+from pebrel.collab.service import NoDeliveries, Service
+from pebrel.collab.store import Store, dumps
+from pebrel.errors import CollabError
+
+
+class FakeSink:
+    def __init__(self, stuck: bool = False) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.closed = False
+        self.error: CollabError | None = None
+        self.stuck = stuck
+        self.held = 0
+        self.moved = asyncio.Event()
+
+    def send(self, line: dict[str, Any]) -> None:
+        assert not self.closed, "a line sent on a closed connection"
+        self.lines.append(line)
+        if self.stuck:
+            self.held += len(json.dumps(line)) + 1
+
+    def buffered(self) -> int:
+        return self.held
+
+    async def drained(self) -> None:
+        while self.held:
+            self.moved.clear()
+            await self.moved.wait()
+
+    def unstick(self) -> None:
+        self.stuck = False
+        self.held = 0
+        self.moved.set()
+
+    def end(self, error: CollabError | None = None) -> None:
+        self.error = error
+        self.closed = True
+        self.moved.set()
+
+    # -- what the tests read --------------------------------------------------------------------
+    def events(self) -> list[dict[str, Any]]:
+        return [line for line in self.lines if line["type"] == "event"]
+
+    def sequences(self) -> list[int]:
+        return [int(line["sequence"]) for line in self.events()]
+
+    def heartbeats(self) -> list[dict[str, Any]]:
+        return [line for line in self.lines if line["type"] == "heartbeat"]
+
+
+def add_principal(
+    store: Store,
+    principal_id: str,
+    group_id: str,
+    permissions: tuple[str, ...] = ("events.read", "task.read"),
+) -> dict[str, Any]:
+    """A principal row as the admin CLI would store it; its socket caller."""
+    with store.write() as tx:
+        tx.insert(
+            "principals",
+            {
+                "id": principal_id,
+                "group_id": group_id,
+                "permissions": dumps(sorted(permissions)),
+                "launch_profiles": "[]",
+                "token_hash": principals.token_hash(f"token-{principal_id}"),
+                "revoked_at": None,
+                "created_at": tx.now,
+                "updated_at": tx.now,
+            },
+        )
+    return {"kind": "principal", "principal_id": principal_id}
+
+
+def revoke_row(store: Store, principal_id: str) -> None:
+    with store.write() as tx:
+        tx.execute("UPDATE principals SET revoked_at = ? WHERE id = ?", (tx.now, principal_id))
+
+
+def ack_ctx(service: Service, caller: dict[str, Any]) -> Ctx:
+    """The context `collab.events.ack` runs in for a principal caller."""
+    actor = Actor("principal", principal_id=str(caller["principal_id"]))
+    return Ctx(service.store, service.seen, NoDeliveries(), caller, actor)
+
+
+async def ack(service: Service, caller: dict[str, Any], consumer: str, cursor: Any) -> Any:
+    return await service.hub.ack(ack_ctx(service, caller), {"consumer": consumer, "cursor": cursor})
