@@ -50,7 +50,7 @@ async def capabilities(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             "messages": True,
             "journal": True,
             "principals": False,
-            "events_stream": True,
+            "events_stream": False,
             "startup_input_conditions": False,
             "integration_policy_update": False,
         },
