@@ -22,8 +22,6 @@ from pebrel.errors import CollabCode, CollabError
 
 #: A consumer name: 1-64 of letters, digits, '.', '_', '-', starting with a letter or digit.
 NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-#: The permission a principal needs to subscribe and ACK (the spec's permission table).
-EVENTS_READ: Final = "events.read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,21 +60,15 @@ def only(params: dict[str, Any], allowed: frozenset[str]) -> None:
 
 
 def principal_of(store: Store, actor: Actor) -> Principal:
-    """The principal acting, as it is now (revoked: INTEGRATION_REVOKED), with events.read."""
+    """The principal acting, as it is now (revoked: INTEGRATION_REVOKED). Its permission
+    (events.read) was checked with the request (collab/rights.py, PRINCIPAL_RIGHTS)."""
     if actor.kind != "principal" or actor.principal_id is None:
         raise CollabError(
             CollabCode.INTEGRATION_PERMISSION_DENIED,
             "event consumers belong to integration identities (pebrel collab --principal ID)",
             {"actor": actor.kind},
         )
-    found = principals.current(store, actor.principal_id)
-    if EVENTS_READ not in found.permissions:
-        raise CollabError(
-            CollabCode.INTEGRATION_PERMISSION_DENIED,
-            f"integration identity {found.id!r} lacks the {EVENTS_READ} permission",
-            {"principal": found.id, "permission": EVENTS_READ},
-        )
-    return found
+    return principals.current(store, actor.principal_id)
 
 
 def find(store: Store, principal_id: str, name: str) -> refs.Row | None:

@@ -28,7 +28,7 @@ from pebrel.collab import (
     tasks,
 )
 from pebrel.collab.deliverer import Deliverer
-from pebrel.collab.handler import Actor, Ctx, Deliveries, Handler, Sink
+from pebrel.collab.handler import Ctx, Deliveries, Handler, Sink
 from pebrel.collab.store import Store
 from pebrel.collab.terminal import Terminal
 from pebrel.errors import CollabCode, CollabError
@@ -157,12 +157,8 @@ class Service:
     ) -> dict[str, Any]:
         """`events.subscribe` on the integration socket: the answer's result; the stream then
         pushes events to ``sink`` (from the loop's next turn: send the answer first)."""
-        if caller.get("kind") != "principal":
-            raise CollabError(
-                CollabCode.INTEGRATION_PERMISSION_DENIED,
-                "the event stream is for integration identities, on the integration socket",
-            )
-        actor = Actor("principal", principal_id=str(caller.get("principal_id")))
+        method = "collab.events.subscribe"
+        actor = rights.resolve(self.store, self.latest_snapshot(), caller, method, params)
         return self.hub.subscribe(actor, params, sink)
 
     def disconnected(self, sink: Sink) -> None:

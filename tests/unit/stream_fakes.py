@@ -11,8 +11,7 @@ import json
 from typing import Any
 
 from pebrel.collab import principals
-from pebrel.collab.handler import Actor, Ctx
-from pebrel.collab.service import NoDeliveries, Service
+from pebrel.collab.service import Service
 from pebrel.collab.store import Store, dumps
 from pebrel.errors import CollabError
 
@@ -90,11 +89,8 @@ def revoke_row(store: Store, principal_id: str) -> None:
         tx.execute("UPDATE principals SET revoked_at = ? WHERE id = ?", (tx.now, principal_id))
 
 
-def ack_ctx(service: Service, caller: dict[str, Any]) -> Ctx:
-    """The context `collab.events.ack` runs in for a principal caller."""
-    actor = Actor("principal", principal_id=str(caller["principal_id"]))
-    return Ctx(service.store, service.seen, NoDeliveries(), caller, actor)
-
-
 async def ack(service: Service, caller: dict[str, Any], consumer: str, cursor: Any) -> Any:
-    return await service.hub.ack(ack_ctx(service, caller), {"consumer": consumer, "cursor": cursor})
+    """`collab.events.ack` as ``caller`` (through Service.handle: the rights table applies)."""
+    return await service.handle(
+        "collab.events.ack", {"consumer": consumer, "cursor": cursor}, caller
+    )

@@ -414,8 +414,7 @@ def test_revoke_ends_the_principal_s_streams_at_once(world: World) -> None:
         await world.service.subscribe(other, {"consumer": "a"}, c)
         await tasks(world.service, grp, 2)
         await got(a, 2)
-        revoke_row(world.store, "bot")
-        world.service.revoked("bot")
+        await world.service.handle("collab.integration.revoke", {"id": "bot"}, USER)
         for sink in (a, b):
             assert sink.closed and sink.error is not None
             assert sink.error.code == C.INTEGRATION_REVOKED
