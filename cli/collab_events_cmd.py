@@ -126,7 +126,9 @@ class Subscriber:
         if left is not None and left <= 0:
             return output.EXIT_OK
         try:
-            conn = client.connect(data_dir_name(), self.credential, self.within(ANSWER_TIMEOUT_S))
+            conn = client.connect(
+                data_dir_name(), self.credential, timeout_s=self.within(ANSWER_TIMEOUT_S)
+            )
         except client.IntegrationRefused as exc:
             emit(exc.line)
             return self.ended(exc.line)

@@ -326,8 +326,9 @@ def test_an_ack_of_what_only_the_replaced_stream_sent_is_refused(
     run(body)
 
 
+@pytest.mark.parametrize("eager", [False, True])
 def test_a_slow_consumer_ends_and_never_stalls_the_others(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    world: World, monkeypatch: pytest.MonkeyPatch, eager: bool
 ) -> None:
     monkeypatch.setattr(stream, "SLOW_BYTES", 2000)
     monkeypatch.setattr(stream, "SLOW_GRACE_S", 0.3)
@@ -335,7 +336,7 @@ def test_a_slow_consumer_ends_and_never_stalls_the_others(
     bot = add_principal(world.store, "bot", grp)
 
     async def body() -> None:
-        slow, quick = FakeSink(stuck=True), FakeSink()
+        slow, quick = FakeSink(stuck=True, eager=eager), FakeSink()
         await world.service.subscribe(bot, {"consumer": "slow"}, slow)
         await world.service.subscribe(bot, {"consumer": "quick"}, quick)
         await tasks(world.service, grp, 30)
