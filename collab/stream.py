@@ -32,14 +32,13 @@ can shorten them.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import sqlite3
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, Final
 
+from pebrel import integration_wire as wire
 from pebrel.collab import consumers, cursor, principals
 from pebrel.collab.consumers import Consumer
 from pebrel.collab.handler import Actor, Ctx, Sink
@@ -59,7 +58,8 @@ SLOW_GRACE_S = 10.0
 SLOW_POLL_S = 0.05
 #: Events read from the journal at a time.
 BATCH = 256
-#: Newest committed events kept in memory per group for live streams.
+#: Newest committed events kept in memory per group for live streams (between this and
+#: twice this many).
 CACHE_EVENTS = 2048
 
 SUBSCRIBE_PARAMS: Final = frozenset({"consumer"})
@@ -67,8 +67,9 @@ ACK_PARAMS: Final = frozenset({"consumer", "cursor"})
 
 
 def line(row: Any) -> dict[str, Any]:
-    """An event as the stream sends it: the journal's envelope plus its cursor."""
-    record = event_record(row)
+    """An event as the stream sends it: the journal's envelope plus its cursor (encoded once
+    for all the streams that send it)."""
+    record = wire.Shared(event_record(row))
     record["cursor"] = cursor.encode(record["group_id"], record["sequence"])
     return record
 
@@ -115,32 +116,38 @@ class Stream:
     async def pump(self) -> None:
         loop = asyncio.get_running_loop()
         next_beat = loop.time() + HEARTBEAT_S
-        while not self.ended:
-            if self.sink.closed:
-                self.hub.forget(self)
-                return
-            if self.sink.buffered() > SLOW_BYTES:
-                await self.drained()
-                continue
-            self.wake.clear()  # before reading: a commit from now on wakes us again
-            batch = self.hub.after(self)
-            for record in batch:
-                self.sink.send(record)
-                self.sent = int(record["sequence"])
+        timer = loop.call_at(next_beat, self.wake.set)  # wakes the pump for its heartbeat
+        try:
+            while not self.ended:
+                if self.sink.closed:
+                    self.hub.forget(self)
+                    return
                 if self.sink.buffered() > SLOW_BYTES:
-                    break  # the rest waits until the connection drained
-            window = self.hub.windows.get(self.consumer.key)
-            if window is not None and window.stream is self:
-                window.sent = self.sent
-            now = loop.time()
-            if now >= next_beat:
-                self.sink.send({"type": "heartbeat", "at": now_ms()})
-                next_beat = now + HEARTBEAT_S
-            if batch:
-                await asyncio.sleep(0)  # let the other streams and requests run
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), max(next_beat - now, 0))
+                    await self.drained()
+                    continue
+                self.wake.clear()  # before reading: a commit from now on wakes us again
+                batch = self.hub.after(self)
+                sent_before = self.sent
+                for record in batch:
+                    self.sink.send(record)
+                    self.sent = int(record["sequence"])
+                    if self.sink.buffered() > SLOW_BYTES:
+                        break  # the rest waits until the connection drained
+                window = self.hub.windows.get(self.consumer.key)
+                if window is not None and window.stream is self:
+                    window.sent = self.sent
+                now = loop.time()
+                if now >= next_beat:
+                    self.sink.send({"type": "heartbeat", "at": now_ms()})
+                    next_beat = now + HEARTBEAT_S
+                    timer.cancel()
+                    timer = loop.call_at(next_beat, self.wake.set)
+                if self.sent < sent_before + len(batch) or len(batch) == BATCH:
+                    await asyncio.sleep(0)  # more to send: let the others run first
+                    continue
+                await self.wake.wait()  # caught up (a commit since the read set it again)
+        finally:
+            timer.cancel()
 
     async def drained(self) -> None:
         """Wait until the connection holds at most SLOW_BYTES; EVENT_CONSUMER_SLOW if that
@@ -172,7 +179,7 @@ class Hub:
         self.by_consumer: dict[tuple[str, str], Stream] = {}
         self.by_group: dict[str, set[Stream]] = {}
         self.windows: dict[tuple[str, str], Window] = {}
-        self.cache: dict[str, collections.deque[dict[str, Any]]] = {}
+        self.cache: dict[str, list[dict[str, Any]]] = {}
         store.committed.append(self.committed)
 
     # -- subscribe, ack -----------------------------------------------------------------------
@@ -262,7 +269,7 @@ class Hub:
         cached = self.cache.get(stream.group_id)
         if cached and cached[0]["sequence"] <= wanted:
             start = wanted - int(cached[0]["sequence"])
-            return list(islice(cached, start, start + BATCH))
+            return cached[start : start + BATCH]
         rows = self.store.read(
             "SELECT * FROM journal WHERE group_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
             (stream.group_id, stream.sent, BATCH),
@@ -276,9 +283,11 @@ class Hub:
         groups: set[str] = set()
         for ev in events:
             groups.add(ev.group_id)
-            cached = self.cache.setdefault(ev.group_id, collections.deque(maxlen=CACHE_EVENTS))
+            cached = self.cache.setdefault(ev.group_id, [])
             if cached and int(cached[-1]["sequence"]) + 1 != ev.sequence:
                 cached.clear()  # keep the cache one gapless run
+            elif len(cached) >= 2 * CACHE_EVENTS:
+                del cached[:CACHE_EVENTS]
             cached.append(line(ev.columns()))
         for group_id in groups:
             for stream in self.by_group.get(group_id, ()):
