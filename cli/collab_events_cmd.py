@@ -171,8 +171,9 @@ class Subscriber:
             emit(line)
             if line.get("type") == "error":
                 return self.ended(line)
-            if line.get("type") == "event":
-                self.replaced = 0
+            if line.get("type") == "event" and self.replaced:
+                self.replaced = 0  # a stream that delivers is a success
+                self.backoff = BACKOFF_START_S
 
 
 @click.command("subscribe")

@@ -220,3 +220,47 @@ def test_64_subscribers_of_one_group_each_get_every_event(runtime: Runtime, tmp_
     finally:
         for conn in streams:
             conn.close()
+
+
+def test_the_cli_reconnects_after_a_service_kill_and_replays_from_the_ack(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    b = bridge(runtime, tmp_path)
+    make_tasks(runtime, b.group_id, 0, 4)
+    with subscriber(b, "main") as sub:
+        sub.subscribed()
+        sub.wait("4 events", lambda s: len(s.events()) == 4)
+        first = sub.events()
+        assert b.ack("main", first[1]["cursor"])[0] == 0
+        kill_collab(runtime)
+        sub.wait("a reconnecting line", lambda s: s.of("connection")[-1]["state"] != "subscribed")
+        sub.subscribed(2)
+        sub.wait("the un-ACKed events again", lambda s: len(s.events()) == 6)
+        make_tasks(runtime, b.group_id, 4, 1)
+        sub.wait("the next live event", lambda s: len(s.events()) == 7)
+        got = sub.events()
+        assert [e["event_id"] for e in got[4:6]] == [e["event_id"] for e in first[2:]]
+        assert got[4:6] == first[2:], "replayed with the same ids and cursors"
+        assert sequences(got) == [1, 2, 3, 4, 3, 4, 5]
+        states = [x["state"] for x in sub.of("connection")]
+        assert states[0] == "subscribed" and states[-1] == "subscribed"
+        assert "reconnecting" in states and sub.proc.poll() is None
+
+
+def test_a_cli_taken_over_reconnects_after_its_retryable_error(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    b = bridge(runtime, tmp_path)
+    with subscriber(b, "main") as sub:
+        sub.subscribed()
+        other, _ = subscribe_line(b, "main")
+        with other:
+            sub.wait("the takeover", lambda s: s.of("error"))
+            (error,) = sub.of("error")
+            assert error["code"] == "EVENT_CONSUMER_REPLACED" and error["retryable"] is True
+            sub.subscribed(2)  # it takes the consumer back after its backoff
+            ended = other.read()
+            assert ended["code"] == "EVENT_CONSUMER_REPLACED"
+        assert sub.proc.poll() is None
+        after = sub.lines[sub.lines.index(error) + 1]
+        assert after["type"] == "connection" and after["state"] == "reconnecting"
