@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Coroutine
 from typing import Any
+
+import pytest
 
 from pebrel.collab import principals
 from pebrel.collab.service import Service
 from pebrel.collab.store import Store, dumps
-from pebrel.errors import CollabError
+from pebrel.errors import CollabCode, CollabError
+from tests.conftest import wait_for_async
+from tests.unit.collab_world import USER, World
 
 
 class FakeSink:
@@ -100,3 +105,32 @@ async def ack(service: Service, caller: dict[str, Any], consumer: str, cursor: A
     return await service.handle(
         "collab.events.ack", {"consumer": consumer, "cursor": cursor}, caller
     )
+
+
+# -- scenario helpers ----------------------------------------------------------------------------
+
+
+def run(body: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    asyncio.run(body())
+
+
+async def tasks(service: Service, group: str, n: int, start: int = 0) -> None:
+    for i in range(start, start + n):
+        await service.handle(
+            "collab.task.create", {"group": group, "title": f"t{i}", "content": f"c{i}"}, USER
+        )
+
+
+async def got(sink: FakeSink, n: int, what: str = "events") -> None:
+    await wait_for_async(lambda: len(sink.events()) >= n, 10, f"{n} {what}")
+
+
+def fails(code: CollabCode, world: World, call: Callable[[], Any]) -> CollabError:
+    """``call`` raises ``code`` (not retryable) and changes nothing in the database."""
+    before = world.state()
+    with pytest.raises(CollabError) as info:
+        call()
+    assert info.value.code == code, info.value.to_wire()
+    assert info.value.details["retryable"] is False
+    assert world.state() == before
+    return info.value
