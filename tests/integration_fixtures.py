@@ -7,8 +7,6 @@ import json
 import os
 import secrets
 import socket
-import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,41 +26,21 @@ def group(rt: Runtime, name: str = "bridges") -> str:
 def add_principal(
     rt: Runtime, group_id: str, principal_id: str = "bridge", permissions: list[str] | None = None
 ) -> str:
-    """A principal stored straight into the collab database (as `pebrel integration create`
-    stores one: only the token's hash); its token. SQLite takes the write beside the running
-    service, which reads principals from the database at each hello."""
+    """A principal made as `pebrel integration create` makes one (the service gets the
+    policy and the token's SHA-256, never the token); its token."""
     token = secrets.token_urlsafe(32)
-    now = time.time_ns() // 1_000_000
-    db = sqlite3.connect(rt.data_dir / "collab" / "collab.db", timeout=30)
-    try:
-        with db:
-            db.execute(
-                "INSERT INTO principals (id, group_id, permissions, launch_profiles, token_hash,"
-                " revoked_at, created_at, updated_at) VALUES (?, ?, ?, '[]', ?, NULL, ?, ?)",
-                (
-                    principal_id,
-                    group_id,
-                    json.dumps(READS if permissions is None else permissions),
-                    token_hash(token),
-                    now,
-                    now,
-                ),
-            )
-    finally:
-        db.close()
+    policy = {
+        "id": principal_id,
+        "groupId": group_id,
+        "permissions": READS if permissions is None else permissions,
+        "launchProfiles": [],
+    }
+    rt.ok("collab.integration.create", {"policy": policy, "token_sha256": token_hash(token)})
     return token
 
 
 def revoke_principal(rt: Runtime, principal_id: str) -> None:
-    db = sqlite3.connect(rt.data_dir / "collab" / "collab.db", timeout=30)
-    try:
-        with db:
-            db.execute(
-                "UPDATE principals SET revoked_at = ? WHERE id = ?",
-                (time.time_ns() // 1_000_000, principal_id),
-            )
-    finally:
-        db.close()
+    rt.ok("collab.integration.revoke", {"id": principal_id})
 
 
 def write_credential(path: Path, principal_id: str, token: str, mode: int = 0o600) -> Path:

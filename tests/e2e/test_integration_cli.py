@@ -264,6 +264,11 @@ def principal_runtime(tmp_path: Path) -> Iterator[tuple[Runtime, dict[str, str]]
         yield rt, {**rt.env, CRED_ENV: str(credential)}
 
 
+def group_of(rt: Runtime) -> str:
+    (found,) = rt.ok("collab.group.list")["groups"]
+    return str(found["group_id"])
+
+
 def answer(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     line: dict[str, Any] = json.loads(done.stdout)
     return line
@@ -272,8 +277,12 @@ def answer(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 def test_verbs_as_a_principal_print_the_answer_line(
     principal_runtime: tuple[Runtime, dict[str, str]], tmp_path: Path
 ) -> None:
+    """I1.7, I3.1: exit 0 with a result line, 1 with an error line; a write the principal's
+    permissions allow goes through the socket once per idempotency key; a wrong token and a
+    revoked principal are refused; the token is in no log line."""
     rt, env = principal_runtime
     token = json.loads(Path(env[CRED_ENV]).read_text())["token"]
+    group_id = group_of(rt)
     done = cli(env, "--principal", "bridge", "capabilities", "--pretty")
     assert done.returncode == 0, done
     assert done.stdout.startswith("{\n  ")
@@ -291,6 +300,16 @@ def test_verbs_as_a_principal_print_the_answer_line(
     assert done.returncode == 1, done  # a principal allowed to read only
     assert answer(done)["code"] == "INTEGRATION_PERMISSION_DENIED"
     assert rt.ok("collab.task.list")["tasks"] == []
+
+    writer = add_principal(rt, group_id, "writer", ["task.read", "task.create"])
+    writer_env = {**env, CRED_ENV: str(write_credential(tmp_path / "w.json", "writer", writer))}
+    first = cli(writer_env, "--principal", "writer", *write, "--idempotency-key", "k1")
+    assert first.returncode == 0, first
+    task = answer(first)["result"]["task"]
+    again = cli(writer_env, "--principal", "writer", *write, "--idempotency-key", "k1")
+    assert again.returncode == 0 and answer(again)["result"]["task"] == task, again
+    (listed,) = rt.ok("collab.task.list")["tasks"]
+    assert listed["task_id"] == task["task_id"] and listed["source"] == "integration"
 
     wrong = write_credential(tmp_path / "wrong.json", "bridge", token[::-1])
     done = cli({**env, CRED_ENV: str(wrong)}, "--principal", "bridge", "task", "list")
