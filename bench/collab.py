@@ -2,9 +2,10 @@
 against the floor of raw SQLite durable commits, and terminal reads during a write burst
 (issue #16 item 7).
 
-- **Floor**: the rows a task create commits (the task, its `task.created` fact, the journal
-  row, the group's sequence) written straight into a SQLite file beside the runtime's, WAL and
-  `synchronous=FULL`, one transaction per write, as the service does: the least a durable,
+- **Floor**: the rows a task create commits (the group's sequence, the task, its
+  `task.created` fact, the journal row, the remembered idempotent answer) written straight into
+  a SQLite file with the service's own tables (`pebrel.collab.ddl`) beside the runtime's, WAL
+  and `synchronous=FULL`, one transaction per write, as the service does: the least a durable,
   acknowledged write can cost on this disk.
 - **Pebrel, one by one**: `collab.task.create` over one persistent connection, each sent after
   the previous answer: latency per acknowledged write (p50/p99) and writes/s.
@@ -23,6 +24,7 @@ import argparse
 import contextlib
 import json
 import os
+import secrets
 import sqlite3
 import subprocess
 import sys
@@ -35,6 +37,7 @@ from typing import Any
 
 from bench.pebrel_side import pebrel_executable
 from bench.stats import percentile
+from pebrel.collab.ddl import JOURNAL_DDL, SCHEMA
 from pebrel.client import Client
 
 TARGET_RATIO = 3.0  # p50 of a write at most 3x the floor's p50 (#16 item 7)
@@ -63,44 +66,47 @@ def ms(seconds: float) -> float:
 
 
 def floor_writes(path: Path, writes: int) -> list[float]:
-    """Durable commits of a task create's rows, one transaction each; seconds per commit."""
+    """Durable commits of a task create's rows, one transaction each; seconds per commit.
+
+    The same tables as the service (`pebrel.collab.ddl`, with their keys and indexes) and the
+    same rows a `collab.task.create` commits: the group's next sequence, the task, its
+    `task.created` fact, the journal row and the remembered idempotent answer.
+    """
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    conn.executescript(
-        """
-        CREATE TABLE g (id TEXT PRIMARY KEY, last_sequence INTEGER NOT NULL);
-        CREATE TABLE t (id TEXT PRIMARY KEY, group_id TEXT, title TEXT, content TEXT,
-            status TEXT, revision INTEGER, created_at INTEGER, updated_at INTEGER);
-        CREATE TABLE e (event_id TEXT UNIQUE, group_id TEXT, sequence INTEGER, kind TEXT,
-            created_at INTEGER, refs TEXT, payload TEXT, task_id TEXT, actor TEXT, body TEXT);
-        CREATE TABLE j (group_id TEXT, sequence INTEGER, event_id TEXT UNIQUE, kind TEXT,
-            created_at INTEGER, refs TEXT, payload TEXT, PRIMARY KEY (group_id, sequence))
-            WITHOUT ROWID;
-        INSERT INTO g VALUES ('grp_floor', 0);
-        """
-    )
+    conn.executescript(SCHEMA + JOURNAL_DDL)
+    conn.execute("INSERT INTO groups VALUES ('grp_floor', 'floor', 0, 0)")
     took: list[float] = []
     for i in range(writes):
-        payload = json.dumps({"event": {"title": f"task {i}", "content": "bench " * 20}})
+        task_id, event_id = f"tsk_{secrets.token_hex(10)}", f"evt_{secrets.token_hex(10)}"
+        content = "bench " * 20
+        payload = json.dumps({"event": {"title": f"task {i}", "content": content}})
         started = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")
         seq = conn.execute(
-            "UPDATE g SET last_sequence = last_sequence + 1 WHERE id = 'grp_floor'"
+            "UPDATE groups SET last_sequence = last_sequence + 1 WHERE id = 'grp_floor'"
             " RETURNING last_sequence"
         ).fetchone()[0]
         now = time.time_ns() // 1_000_000
         conn.execute(
-            "INSERT INTO t VALUES (?, 'grp_floor', ?, ?, 'open', 1, ?, ?)",
-            (f"tsk_{i}", f"task {i}", "bench " * 20, now, now),
+            "INSERT INTO tasks (id, group_id, title, content, status, revision, source,"
+            " created_at, updated_at) VALUES (?, 'grp_floor', ?, ?, 'open', 1, 'user', ?, ?)",
+            (task_id, f"task {i}", content, now, now),
         )
         conn.execute(
-            "INSERT INTO e VALUES (?, 'grp_floor', ?, 'task.created', ?, '{}', ?, ?, 'user', ?)",
-            (f"evt_{i}", seq, now, payload, f"tsk_{i}", payload),
+            "INSERT INTO journal VALUES ('grp_floor', ?, ?, 'task.created', ?, '{}', ?)",
+            (seq, event_id, now, payload),
         )
         conn.execute(
-            "INSERT INTO j VALUES ('grp_floor', ?, ?, 'task.created', ?, '{}', ?)",
-            (seq, f"evt_{i}", now, payload),
+            "INSERT INTO task_events (event_id, group_id, sequence, kind, created_at, refs,"
+            " payload, task_id, actor, body) VALUES (?, 'grp_floor', ?, 'task.created', ?,"
+            " '{}', ?, ?, '{}', ?)",
+            (event_id, seq, now, payload, task_id, payload),
+        )
+        conn.execute(
+            "INSERT INTO idempotency VALUES ('user', ?, ?, ?, ?)",
+            (f"key-{i}", "0" * 64, payload, now),
         )
         conn.execute("COMMIT")
         took.append(time.perf_counter() - started)
