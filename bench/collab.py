@@ -37,8 +37,8 @@ from typing import Any
 
 from bench.pebrel_side import pebrel_executable
 from bench.stats import percentile
-from pebrel.collab.ddl import JOURNAL_DDL, SCHEMA
 from pebrel.client import Client
+from pebrel.collab.ddl import JOURNAL_DDL, SCHEMA
 
 TARGET_RATIO = 3.0  # p50 of a write at most 3x the floor's p50 (#16 item 7)
 READ_P99_TARGET_MS = 20.0
