@@ -9,6 +9,9 @@ idempotency key on every write.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
 
 from pebrel.cli.collab_request import (
@@ -19,13 +22,14 @@ from pebrel.cli.collab_request import (
     content_options,
     evidence_value,
     idempotency_option,
+    json_value,
     metadata_value,
     read,
     read_content,
     refuse_session,
     write,
 )
-from pebrel.cli.options import pretty_option
+from pebrel.cli.options import CommandFunc, pretty_option
 
 task_arg = click.argument("task_id", metavar="TASK")
 revision_option = click.option(
@@ -34,6 +38,38 @@ revision_option = click.option(
     required=True,
     help="The task's current revision (TASK_CHANGED if it moved on).",
 )
+
+
+def provenance_options(metadata: bool) -> Callable[[CommandFunc], CommandFunc]:
+    """Where a write comes from outside Pebrel (I3.3): `--external-actor JSON`,
+    `--external-message-id ID` and (``metadata``) `--metadata JSON`; all of it at most 16 KiB."""
+
+    def add(command: CommandFunc) -> CommandFunc:
+        command = click.option(
+            "--external-message-id",
+            "external_message_id",
+            help="The outside system's id of the message this comes from.",
+        )(command)
+        command = click.option(
+            "--external-actor",
+            "external_actor",
+            help='Who this is done for outside Pebrel: a JSON object ({"id": "..."}).',
+        )(command)
+        if metadata:
+            command = click.option("--metadata", help="A JSON object kept with it.")(command)
+        return command
+
+    return add
+
+
+def provenance(
+    external_actor: str | None, external_message_id: str | None, metadata: str | None = None
+) -> dict[str, Any]:
+    return {
+        "external_actor": json_value("--external-actor", external_actor, (dict,)),
+        "external_message_id": external_message_id,
+        "metadata": metadata_value(metadata),
+    }
 
 
 @click.group()
@@ -46,7 +82,12 @@ def task() -> None:
 @click.option("--title", required=True, help="A short title (at most 256 characters).")
 @content_options(required=True)
 @click.option("--assignee", help="Assign it at once to this session (ses_...) of the group.")
-@click.option("--metadata", help="A JSON object stored with the task.")
+@click.option(
+    "--source",
+    help="Your own word for where the task comes from (kept as origin.source; the task's"
+    " source stays user, session or integration).",
+)
+@provenance_options(metadata=True)
 @idempotency_option
 @pretty_option
 def create(
@@ -55,7 +96,10 @@ def create(
     content: str | None,
     content_file: str | None,
     assignee: str | None,
+    source: str | None,
     metadata: str | None,
+    external_actor: str | None,
+    external_message_id: str | None,
     idempotency_key: str | None,
     pretty: bool,
 ) -> None:
@@ -68,7 +112,8 @@ def create(
         title=title,
         content=read_content(content, content_file, required=True),
         assignee=assignee,
-        metadata=metadata_value(metadata),
+        source=source,
+        **provenance(external_actor, external_message_id, metadata),
         session=acting_session(),
     )
 
@@ -94,10 +139,18 @@ def list_tasks(group_ref: str | None, status: str | None, pretty: bool) -> None:
 @task_arg
 @click.option("--assignee", required=True, help="The session (ses_...) to work on it.")
 @revision_option
+@provenance_options(metadata=True)
 @idempotency_option
 @pretty_option
 def assign(
-    task_id: str, assignee: str, revision: int, idempotency_key: str | None, pretty: bool
+    task_id: str,
+    assignee: str,
+    revision: int,
+    metadata: str | None,
+    external_actor: str | None,
+    external_message_id: str | None,
+    idempotency_key: str | None,
+    pretty: bool,
 ) -> None:
     """Open a new attempt of TASK for --assignee and queue the task to it."""
     write(
@@ -107,6 +160,7 @@ def assign(
         task=task_id,
         assignee=assignee,
         revision=revision,
+        **provenance(external_actor, external_message_id, metadata),
         session=acting_session(),
     )
 
@@ -136,11 +190,34 @@ def text_verb(name: str, method: str, help_text: str) -> None:
         )
 
 
-text_verb(
-    "comment",
-    "task.comment",
-    "Ask the current assignee about TASK; the delivered text ends with the respond command.",
-)
+@task.command("comment")
+@task_arg
+@content_options(required=True)
+@provenance_options(metadata=True)
+@idempotency_option
+@pretty_option
+def comment(
+    task_id: str,
+    content: str | None,
+    content_file: str | None,
+    metadata: str | None,
+    external_actor: str | None,
+    external_message_id: str | None,
+    idempotency_key: str | None,
+    pretty: bool,
+) -> None:
+    """Ask the current assignee about TASK; the delivered text ends with the respond command."""
+    write(
+        "task.comment",
+        idempotency_key,
+        pretty,
+        task=task_id,
+        content=read_content(content, content_file, required=True),
+        **provenance(external_actor, external_message_id, metadata),
+        session=acting_session(),
+    )
+
+
 text_verb(
     "question",
     "task.question",
@@ -155,6 +232,7 @@ text_verb(
 @task_arg
 @revision_option
 @content_options(required=True)
+@provenance_options(metadata=True)
 @idempotency_option
 @pretty_option
 def revise(
@@ -162,6 +240,9 @@ def revise(
     revision: int,
     content: str | None,
     content_file: str | None,
+    metadata: str | None,
+    external_actor: str | None,
+    external_message_id: str | None,
     idempotency_key: str | None,
     pretty: bool,
 ) -> None:
@@ -173,6 +254,7 @@ def revise(
         task=task_id,
         revision=revision,
         content=read_content(content, content_file, required=True),
+        **provenance(external_actor, external_message_id, metadata),
         session=acting_session(),
     )
 
@@ -181,6 +263,7 @@ def revise(
 @task_arg
 @click.option("--decision", required=True, help="The question's decision id (dec_...).")
 @content_options(required=True)
+@provenance_options(metadata=True)
 @idempotency_option
 @pretty_option
 def answer(
@@ -188,6 +271,9 @@ def answer(
     decision: str,
     content: str | None,
     content_file: str | None,
+    metadata: str | None,
+    external_actor: str | None,
+    external_message_id: str | None,
     idempotency_key: str | None,
     pretty: bool,
 ) -> None:
@@ -199,6 +285,7 @@ def answer(
         task=task_id,
         decision=decision,
         content=read_content(content, content_file, required=True),
+        **provenance(external_actor, external_message_id, metadata),
         session=acting_session(),
     )
 

@@ -18,6 +18,7 @@ COMMANDS = {
     "ctl": "pebrel.cli.ctl_cmd:ctl",
     "env": "pebrel.cli.env_cmd:env",
     "hook": "pebrel.cli.hook_cmd:hook",
+    "integration": "pebrel.cli.integration_cmd:integration",
     "pane": "pebrel.cli.pane_cmd:pane",
     "runtime": "pebrel.cli.runtime_cmd:runtime",
     "tab": "pebrel.cli.layout_cmd:tab",

@@ -83,7 +83,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     external_actor TEXT,
     metadata TEXT,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    external_message_id TEXT
 );
 CREATE TABLE IF NOT EXISTS attempts (
     id TEXT PRIMARY KEY,
@@ -185,6 +186,9 @@ CREATE TABLE IF NOT EXISTS idempotency (
     PRIMARY KEY (scope, key)
 );
 """
+#: Columns added after a table was first shipped: (table, column, type). A database made
+#: before gets them at open (`ALTER TABLE ... ADD COLUMN`, NULL in the old rows).
+ADDED_COLUMNS: Final = (("tasks", "external_message_id", "TEXT"),)
 JOURNAL_DDL: Final = """
 CREATE TABLE IF NOT EXISTS journal (
     group_id TEXT NOT NULL,

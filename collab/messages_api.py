@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from pebrel.collab import rights
 from pebrel.collab.delivery import (
     QUEUED,
     latest_stages,
@@ -37,9 +38,12 @@ def waiting_of(deliveries: object) -> WaitingReasons | None:
 
 
 def visible(ctx: Ctx, row: Mapping[str, Any]) -> bool:
-    """The user sees every message; a session its own (sent or received) only."""
+    """The user sees every message; a session its own (sent or received) only; a principal
+    those of its own group (task.read, #17)."""
     if ctx.caller.get("kind") == "user":
         return True  # the token holder, even acting as a session
+    if ctx.actor.kind == "principal":
+        return bool(row["group_id"] == rights.actor_group(ctx.store, ctx.actor))
     if ctx.actor.session_id is None:
         return False  # a pane with no session of its own
     sender = json.loads(row["from_actor"]).get("session_id")
@@ -58,7 +62,8 @@ async def message_get(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     if not visible(ctx, row):
         raise CollabError(
             CollabCode.INTEGRATION_PERMISSION_DENIED,
-            "a session sees only the messages it sent or received",
+            "a session sees only the messages it sent or received, an integration identity"
+            " those of its group",
             {"message": message_id},
         )
     waiting = waiting_of(ctx.deliveries)

@@ -24,6 +24,15 @@ acting as a session); `SESSION_ONLY` verbs need a session actor (and, in the han
 attempt's assignee). Group rules are checked by the handlers with `require_member`: a session
 acts only in its own group and reads only its own group's tasks and events.
 
+A **principal** (a request from the integration socket, caller `{"kind": "principal",
+"principal_id": ID}`, #17) acts as itself, never as a session or the user. It is re-read at
+each request (`principals.current`: a revoke refuses the next request on an open connection),
+then the spec's table for external identities (`PRINCIPAL_RIGHTS`) decides: each method it may
+call needs one granted permission (capabilities none), `task.create` with an assignee also
+`task.assign`, and everything else is INTEGRATION_PERMISSION_DENIED. It acts and reads only
+in its own group (`require_member`, `actor_group`), and each of its writes needs an explicit
+`idempotency_key` (I3.1): a retry from another process must be able to name the same write.
+
 This guards against agents overstepping their role, not against a hostile process of the same
 OS user (docs/collab.md).
 """
@@ -33,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pebrel.collab import refs
+from pebrel.collab import principals, refs
 from pebrel.collab.handler import Actor
 from pebrel.collab.online import session_online
 from pebrel.collab.store import Store, Tx
@@ -50,6 +59,11 @@ USER_ONLY: Final = frozenset(
         "collab.session.register",
         "collab.task.accept",
         "collab.task.approve_plan",
+        "collab.integration.groups",
+        "collab.integration.list",
+        "collab.integration.create",
+        "collab.integration.update",
+        "collab.integration.revoke",
     }
 )
 #: Verbs only a session may do (the handler then checks it is the attempt's assignee).
@@ -74,6 +88,41 @@ READS: Final = frozenset(
         "collab.task.list",
         "collab.message.get",
         "collab.events.list",
+        "collab.integration.groups",
+        "collab.integration.list",
+    }
+)
+#: What a principal may call and the permission each needs (spec "任务与权限", FEATURES I3.2,
+#: I1.2; None: no permission needed). Anything else is refused. The `collab.events.subscribe`
+#: / `.ack` and `collab.session.create` / `.restore` rows are for the methods of the event
+#: stream and of principal sessions (#18).
+PRINCIPAL_RIGHTS: Final[Mapping[str, str | None]] = {
+    "collab.capabilities": None,
+    "collab.task.list": "task.read",
+    "collab.task.get": "task.read",
+    "collab.message.get": "task.read",
+    "collab.task.create": "task.create",
+    "collab.task.assign": "task.assign",
+    "collab.task.comment": "task.comment",
+    "collab.task.revise": "task.revise",
+    "collab.task.answer": "task.answer",
+    "collab.events.list": "events.read",
+    "collab.events.subscribe": "events.read",
+    "collab.events.ack": "events.read",
+    "collab.session.create": "session.create",
+    "collab.session.get": "session.read",
+    "collab.session.restore": "session.restore",
+}
+#: A principal's writes: each needs an explicit idempotency_key (I3.1).
+PRINCIPAL_WRITES: Final = frozenset(
+    {
+        "collab.task.create",
+        "collab.task.assign",
+        "collab.task.comment",
+        "collab.task.revise",
+        "collab.task.answer",
+        "collab.session.create",
+        "collab.session.restore",
     }
 )
 
@@ -83,8 +132,56 @@ def denied(message: str, **details: Any) -> CollabError:
 
 
 def is_pane(caller: Mapping[str, Any]) -> bool:
-    """Anything but the user is treated as a pane caller (an unknown peer included)."""
-    return caller.get("kind") != "user"
+    """Anything but the user or a principal is treated as a pane caller (an unknown peer
+    included)."""
+    return caller.get("kind") not in ("user", "principal")
+
+
+def is_principal(caller: Mapping[str, Any]) -> bool:
+    return caller.get("kind") == "principal"
+
+
+def principal_of(store: Store, caller: Mapping[str, Any]) -> principals.Principal:
+    """The calling principal as it is now: INTEGRATION_UNAUTHORIZED when unknown,
+    INTEGRATION_REVOKED once revoked (I1.4)."""
+    principal_id = caller.get("principal_id")
+    if not isinstance(principal_id, str):
+        raise principals.unauthorized()
+    return principals.current(store, principal_id)
+
+
+def resolve_principal(
+    store: Store, caller: Mapping[str, Any], method: str, params: Mapping[str, Any]
+) -> Actor:
+    """A principal's request: the table, its permissions and its idempotency key."""
+    found = principal_of(store, caller)
+    if method not in PRINCIPAL_RIGHTS:
+        raise denied(f"{method} is not open to integration identities", method=method)
+    needed = [PRINCIPAL_RIGHTS[method]]
+    if method == "collab.task.create" and params.get("assignee") is not None:
+        needed.append("task.assign")  # creating with an assignee assigns it
+    missing = [name for name in needed if name is not None and name not in found.permissions]
+    if missing:
+        raise denied(
+            f"integration identity {found.id!r} lacks {', '.join(missing)} for {method}",
+            method=method,
+            principal=found.id,
+            missing=missing,
+        )
+    if method not in refs.SESSION_IS_TARGET and params.get("session") is not None:
+        raise denied(
+            "an integration identity acts as itself, never as a session",
+            method=method,
+            session=params.get("session"),
+        )
+    if method in PRINCIPAL_WRITES and params.get("idempotency_key") is None:
+        raise CollabError(
+            CollabCode.INVALID_ARGUMENT,
+            "an integration identity's write needs an idempotency_key (a stable key lets a"
+            " retry from any process name the same write)",
+            {"param": "idempotency_key", "method": method},
+        )
+    return Actor("principal", principal_id=found.id)
 
 
 def pane_session(
@@ -158,6 +255,8 @@ def resolve(
     params: Mapping[str, Any],
 ) -> Actor:
     """The actor of one request, after the verb-level checks."""
+    if is_principal(caller):
+        return resolve_principal(store, caller, method, params)
     if method in refs.SESSION_IS_TARGET:
         params = {k: v for k, v in params.items() if k != "session"}
     actor = resolve_actor(store, snapshot, caller, params)
@@ -169,6 +268,8 @@ def caller_wire(caller: Mapping[str, Any], actor: Actor) -> dict[str, Any]:
     """The caller as collab.capabilities reports it: the user, a session (with its pane when
     the caller is in one), a pane with no session, or an unknown caller."""
     where = {k: caller[k] for k in ("window_id", "pane_id") if k in caller}
+    if actor.kind == "principal":
+        return actor.wire()
     if actor.kind == "session":
         return {**actor.wire(), **where}
     if not is_pane(caller):
@@ -177,7 +278,10 @@ def caller_wire(caller: Mapping[str, Any], actor: Actor) -> dict[str, Any]:
 
 
 def origin(caller: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Where a write came from when that is not the user's own process (kept in events)."""
+    """Where a write came from when that is not the user's own process (kept in events): the
+    pane, or the integration identity (I3.3)."""
+    if is_principal(caller):
+        return {"integrationId": caller.get("principal_id")}
     if not is_pane(caller):
         return None
     return {k: caller[k] for k in ("kind", "window_id", "pane_id") if k in caller}
@@ -191,11 +295,26 @@ def session_group(db: Store | Tx, actor: Actor) -> str | None:
     return None if row["group_id"] is None else str(row["group_id"])
 
 
+def actor_group(db: Store | Tx, actor: Actor) -> str | None:
+    """The one group a session or a principal acts in (None: a session in no group)."""
+    if actor.kind == "principal" and actor.principal_id is not None:
+        found = principals.find(db, actor.principal_id)
+        return None if found is None else found.group_id
+    return session_group(db, actor)
+
+
 def require_member(db: Store | Tx, actor: Actor, group_id: str) -> None:
-    """A session acts (and reads tasks and events) only in its own group."""
-    if actor.kind != "session":
+    """A session or a principal acts (and reads tasks, sessions and events) only in its own
+    group; the user anywhere."""
+    if actor.kind == "user":
         return
-    if session_group(db, actor) != group_id:
+    if actor_group(db, actor) != group_id:
+        if actor.kind == "principal":
+            raise denied(
+                "this integration identity acts only in its own group",
+                principal=actor.principal_id,
+                group_id=group_id,
+            )
         raise denied(
             "this session is not a member of the task's group",
             session=actor.session_id,

@@ -16,7 +16,9 @@ import pebrel
 from pebrel.collab import (
     events,
     groups,
+    integration_admin,
     messages_api,
+    policy,
     replies,
     rights,
     sessions,
@@ -35,25 +37,42 @@ logger = logging.getLogger(__name__)
 INTEGRATION_PROTOCOL: Final = 1
 
 
+#: What this service can do, as `capabilities` says it (I1.7). The admin CLI refuses to
+#: configure what is false here. `startup_input_conditions` is false until deliveries wait
+#: for a profile's startupInput screen (#18): a policy may not carry one before then.
+FEATURES: Final = {
+    "groups": True,
+    "sessions": True,
+    "tasks": True,
+    "messages": True,
+    "journal": True,
+    "principals": True,
+    "events_stream": True,
+    "integration_policy_update": True,
+    "startup_input_conditions": False,
+}
+
+
 async def capabilities(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
-    """What this service speaks and who is asking (I1.7, without principals yet)."""
-    return {
+    """What this service speaks and who is asking (I1.7); a principal also reads back its
+    group, granted permissions and launch profiles (never their executables or argv)."""
+    answer: dict[str, Any] = {
         "server_version": pebrel.__version__,
         "integration_protocol": INTEGRATION_PROTOCOL,
         "local_only": True,
+        "permissions": list(policy.PERMISSIONS),
         "caller": rights.caller_wire(ctx.caller, ctx.actor),
-        "features": {
-            "groups": True,
-            "sessions": True,
-            "tasks": True,
-            "messages": True,
-            "journal": True,
-            "principals": False,
-            "events_stream": False,
-            "startup_input_conditions": False,
-            "integration_policy_update": False,
-        },
+        "features": dict(FEATURES),
     }
+    if ctx.actor.kind == "principal":
+        found = rights.principal_of(ctx.store, ctx.caller)
+        answer["principal"] = {
+            "id": found.id,
+            "group_id": found.group_id,
+            "permissions": [p for p in policy.PERMISSIONS if p in found.permissions],
+            "launch_profiles": [policy.public_profile(p) for p in found.launch_profiles],
+        }
+    return answer
 
 
 HANDLERS: Final[dict[str, Handler]] = {
@@ -66,6 +85,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     **replies.HANDLERS,
     **events.HANDLERS,
     **messages_api.HANDLERS,
+    **integration_admin.HANDLERS,
 }
 
 
@@ -116,12 +136,17 @@ class Service:
         """Answer one `collab.*` request as ``caller``; raises `CollabError`."""
         handler = self.handlers.get(method)
         if handler is None:
+            if rights.is_principal(caller):
+                rights.principal_of(self.store, caller)  # a revoked identity hears that first
             raise CollabError(
                 CollabCode.INVALID_ARGUMENT, f"no collab method {method!r}", {"method": method}
             )
         actor = rights.resolve(self.store, self.latest_snapshot(), caller, method, params)
         ctx = Ctx(self.store, self.seen, self.deliveries, caller, actor)
-        return await handler(ctx, params)
+        result = await handler(ctx, params)
+        if method == "collab.integration.revoke":
+            self.revoked(str(result["principal"]["principal_id"]))
+        return result
 
     # -- the event stream (#17; collab/stream.py) ---------------------------------------------
     async def subscribe(

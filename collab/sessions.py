@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pebrel.collab import refs, writes
+from pebrel.collab import refs, rights, writes
 from pebrel.collab.handler import Ctx, Handler
 from pebrel.collab.online import panes, session_record
 from pebrel.collab.store import Tx, dumps, new_id
@@ -175,6 +175,8 @@ async def register(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
 
 async def get(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     row = refs.session(ctx.store, refs.text(params, "session"))
+    if ctx.actor.kind == "principal":  # session.read: its own group's sessions only
+        rights.require_member(ctx.store, ctx.actor, str(row["group_id"]))
     return {"session": record(row, await current_snapshot(ctx))}
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pebrel.collab import journal
-from pebrel.collab.ddl import EVENT_COLUMNS, FACT_TABLES, JOURNAL_DDL, SCHEMA
+from pebrel.collab.ddl import ADDED_COLUMNS, EVENT_COLUMNS, FACT_TABLES, JOURNAL_DDL, SCHEMA
 from pebrel.errors import CollabCode, CollabError
 
 logger = logging.getLogger(__name__)
@@ -200,6 +200,7 @@ class Store:
         self.conn.execute("PRAGMA foreign_keys=ON")
         self.conn.execute("PRAGMA busy_timeout=5000")
         self.conn.executescript(SCHEMA)
+        self.add_columns()
         self.conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
@@ -213,6 +214,13 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+    def add_columns(self) -> None:
+        """Give a database made by an earlier version the columns added since."""
+        for table, column, kind in ADDED_COLUMNS:
+            have = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Tx]:

@@ -8,6 +8,7 @@ transaction. Messages to the assignee are queued here too, in the caller's trans
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from pebrel.collab import refs, rights
@@ -22,8 +23,12 @@ from pebrel.collab.store import Event, dumps, new_id
 from pebrel.collab.writes import Write
 from pebrel.errors import CollabCode, CollabError
 
-#: All provenance (source, origin, metadata) of one task at most this many bytes (I3.3).
+#: All provenance of one write (source, origin, external actor and message id, metadata) at
+#: most this many bytes, encoded (I3.3).
 PROVENANCE_MAX_BYTES: Final = 16 * 1024
+#: The request params that say where a write comes from outside Pebrel (I3.3).
+EXTERNAL_PARAMS: Final = ("external_actor", "external_message_id", "metadata")
+EXTERNAL_MESSAGE_ID_MAX: Final = 1024
 OPEN: Final = "open"
 ACCEPTED: Final = "accepted"
 CLOSED: Final = "closed"
@@ -32,29 +37,62 @@ LIVE: Final = frozenset({OPEN, ACCEPTED})
 
 
 def source(w: Write) -> str:
-    return "session" if w.ctx.actor.kind == "session" else "user"
+    """Who Pebrel knows made the write: never what the caller says of itself."""
+    kind = w.ctx.actor.kind
+    return {"session": "session", "principal": "integration"}.get(kind, "user")
 
 
-def provenance(w: Write, metadata: Any) -> dict[str, Any]:
-    """The task's provenance; INVALID_ARGUMENT for a non-object metadata or over 16 KiB."""
-    if metadata is not None and not isinstance(metadata, dict):
-        raise CollabError(
-            CollabCode.INVALID_ARGUMENT, "metadata must be a JSON object", {"param": "metadata"}
+def invalid(param: str, message: str, **details: Any) -> CollabError:
+    return CollabError(CollabCode.INVALID_ARGUMENT, message, {"param": param, **details})
+
+
+def provenance(w: Write, params: Mapping[str, Any], label: bool = False) -> dict[str, Any]:
+    """A write's provenance (I3.3): `source` (user, session or integration), `origin` (the
+    pane, or `{"integrationId": ID}`), and what the caller says of the outside world:
+    `external_actor` and `metadata` (JSON objects), `external_message_id`; with ``label``,
+    `source` param (the caller's own word for where it comes from, kept as `origin.source`).
+    INVALID_ARGUMENT for a wrong type or over 16 KiB in all."""
+    for name in ("external_actor", "metadata"):
+        if params.get(name) is not None and not isinstance(params.get(name), dict):
+            raise invalid(name, f"{name} must be a JSON object")
+    message_id = params.get("external_message_id")
+    if message_id is not None and (
+        not isinstance(message_id, str) or not 0 < len(message_id) <= EXTERNAL_MESSAGE_ID_MAX
+    ):
+        raise invalid(
+            "external_message_id",
+            f"external_message_id must be a string of 1-{EXTERNAL_MESSAGE_ID_MAX} characters",
         )
-    found = {"source": source(w), "origin": rights.origin(w.ctx.caller), "metadata": metadata}
+    origin = rights.origin(w.ctx.caller)
+    said = params.get("source") if label else None
+    if said is not None:
+        if not isinstance(said, str) or not 0 < len(said) <= 64:
+            raise invalid("source", "source must be a string of 1-64 characters")
+        origin = {**(origin or {}), "source": said}
+    found = {
+        "source": source(w),
+        "origin": origin,
+        **{name: params.get(name) for name in EXTERNAL_PARAMS},
+    }
     try:
         size = len(dumps(found).encode())
     except ValueError as exc:
-        raise CollabError(
-            CollabCode.INVALID_ARGUMENT, "metadata must be plain JSON", {"param": "metadata"}
-        ) from exc
+        raise invalid("metadata", "external_actor and metadata must be plain JSON") from exc
     if size > PROVENANCE_MAX_BYTES:
-        raise CollabError(
-            CollabCode.INVALID_ARGUMENT,
+        raise invalid(
+            "metadata",
             f"provenance is {size} bytes; at most {PROVENANCE_MAX_BYTES}",
-            {"param": "metadata", "bytes": size, "limit": PROVENANCE_MAX_BYTES},
+            bytes=size,
+            limit=PROVENANCE_MAX_BYTES,
         )
     return found
+
+
+def external(found: Mapping[str, Any]) -> dict[str, Any]:
+    """What a write's events carry of its provenance besides `source`: the origin, and the
+    external fields that were given."""
+    kept = {name: found[name] for name in EXTERNAL_PARAMS if found.get(name) is not None}
+    return {"origin": found["origin"], **kept}
 
 
 def append(
@@ -93,6 +131,7 @@ def append(
         "reply_to_event_id": reply_to_event_id,
         "source": source(w),
         "actor": actor,
+        "external_actor": extra.get("external_actor"),
     }
     ev = w.tx.event(str(task["group_id"]), f"task.{kind}", payload, event_refs, event_id)
     w.tx.fact(

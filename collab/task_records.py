@@ -81,6 +81,8 @@ def full(db: Store | Tx, task: refs.Row, waiting: WaitingReasons | None = None) 
         **summary(db, task),
         "content": task["content"],
         "origin": loads(task["origin"]),
+        "external_actor": loads(task["external_actor"]),
+        "external_message_id": task["external_message_id"],
         "metadata": loads(task["metadata"]),
         "accepted_artifact_id": task["accepted_artifact_id"],
         "attempts": [
@@ -123,9 +125,9 @@ async def list_tasks(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         rights.require_member(ctx.store, ctx.actor, group_id)
         where.append("group_id = ?")
         args.append(group_id)
-    elif ctx.actor.kind == "session":
+    elif ctx.actor.kind != "user":  # a session or a principal: its own group only
         where.append("group_id IS ?")
-        args.append(rights.session_group(ctx.store, ctx.actor))
+        args.append(rights.actor_group(ctx.store, ctx.actor))
     if status is not None:
         where.append("status = ?")
         args.append(status)

@@ -23,6 +23,7 @@ from pebrel.collab.task_log import (
     append,
     check_revision,
     deliver,
+    external,
     member_session,
     open_attempt,
     provenance,
@@ -35,6 +36,10 @@ from pebrel.collab.writes import Write, perform
 from pebrel.errors import CollabCode, CollabError
 
 
+def stored(value: Any) -> str | None:
+    return None if value is None else dumps(value)
+
+
 def member_task(w: Write, ref: str) -> refs.Row:
     """The task, once the acting session is known to be in its group."""
     task = refs.task(w.tx, ref)
@@ -42,13 +47,22 @@ def member_task(w: Write, ref: str) -> refs.Row:
     return task
 
 
-def assign_to(w: Write, task: refs.Row, assignee: str) -> dict[str, Any]:
-    """Open an attempt for ``assignee``, record task.assigned and queue the assignment."""
+def assign_to(
+    w: Write, task: refs.Row, assignee: str, said: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Open an attempt for ``assignee``, record task.assigned and queue the assignment
+    (``said``: the request's external provenance, kept in the event)."""
     attempt_id = open_attempt(w, task, assignee)
     task = update(w, str(task["id"]), current_attempt_id=attempt_id, plan_state=None)
     attempt = refs.attempt(w.tx, str(task["id"]), attempt_id)
     ev = append(
-        w, task, "assigned", attempt_id=attempt_id, assignee=assignee, revision=task["revision"]
+        w,
+        task,
+        "assigned",
+        attempt_id=attempt_id,
+        assignee=assignee,
+        revision=task["revision"],
+        **(said or {}),
     )
     revisions = [
         json.loads(row["body"])["event"]
@@ -86,7 +100,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         group_id = str(refs.group(w.tx, group_ref)["id"])
         rights.require_member(w.tx, w.ctx.actor, group_id)
         assignee = member_session(w, assignee_ref, group_id) if assignee_ref else None
-        found = provenance(w, params.get("metadata"))
+        found = provenance(w, params, label=True)
         task_id = new_id("tsk")
         w.tx.insert(
             "tasks",
@@ -101,9 +115,10 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
                 "plan_state": None,
                 "accepted_artifact_id": None,
                 "source": found["source"],
-                "origin": dumps(found["origin"]) if found["origin"] is not None else None,
-                "external_actor": None,
-                "metadata": dumps(found["metadata"]) if found["metadata"] is not None else None,
+                "origin": stored(found["origin"]),
+                "external_actor": stored(found["external_actor"]),
+                "external_message_id": found["external_message_id"],
+                "metadata": stored(found["metadata"]),
                 "created_at": w.tx.now,
                 "updated_at": w.tx.now,
             },
@@ -116,12 +131,12 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             attempt_id=None,
             content=content,
             title=title,
-            metadata=found["metadata"],
             revision=1,
+            **{"metadata": None, **external(found)},
         )
         result: dict[str, Any] = {"event_id": ev.event_id}
         if assignee is not None:
-            assigned = assign_to(w, task, assignee)
+            assigned = assign_to(w, task, assignee, external(found))
             result.update({k: v for k, v in assigned.items() if k != "event_id"})
         return {"task": summary(w.tx, refs.task(w.tx, task_id)), **result}
 
@@ -134,6 +149,7 @@ async def assign(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     revision = refs.integer(params, "revision")
 
     def body(w: Write) -> dict[str, Any]:
+        said = external(provenance(w, params))
         task = member_task(w, ref)
         check_revision(task, revision)
         require_status(task, LIVE, "assign")
@@ -141,7 +157,7 @@ async def assign(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         task = update(
             w, str(task["id"]), revision=revision + 1, status=OPEN, accepted_artifact_id=None
         )
-        assigned = assign_to(w, task, assignee)
+        assigned = assign_to(w, task, assignee, said)
         return {"task": summary(w.tx, refs.task(w.tx, str(task["id"]))), **assigned}
 
     return perform(ctx, "collab.task.assign", params, body)
@@ -152,6 +168,7 @@ async def comment(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     content = refs.text(params, "content")
 
     def body(w: Write) -> dict[str, Any]:
+        said = external(provenance(w, params))
         task = member_task(w, ref)
         require_status(task, LIVE, "comment on")
         attempt = require_attempt(w, task, "comment")
@@ -171,6 +188,7 @@ async def comment(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             target=assignee,
             message_id=queued.message_id,
             delivery_id=queued.delivery_id,
+            **said,
         )
         return {
             "task_id": task["id"],
@@ -189,6 +207,7 @@ async def revise(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     revision = refs.integer(params, "revision")
 
     def body(w: Write) -> dict[str, Any]:
+        said = external(provenance(w, params))
         task = member_task(w, ref)
         check_revision(task, revision)
         require_status(task, LIVE, "revise")
@@ -203,6 +222,7 @@ async def revise(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             attempt_id=attempt["id"] if attempt else None,
             content=content,
             revision=revision + 1,
+            **said,
         )
         result: dict[str, Any] = {"event_id": ev.event_id}
         if attempt is not None:
@@ -226,6 +246,7 @@ async def answer(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     content = refs.text(params, "content")
 
     def body(w: Write) -> dict[str, Any]:
+        said = external(provenance(w, params))
         task = member_task(w, ref)
         decision = refs.one(
             w.tx, "SELECT * FROM decisions WHERE id = ? AND task_id = ?", (decision_ref, task["id"])
@@ -262,6 +283,7 @@ async def answer(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             content=content,
             reply_to_event_id=str(decision["question_event_id"]),
             decision_id=decision_ref,
+            **said,
         )
         w.tx.execute(
             "UPDATE decisions SET answer = ?, answer_event_id = ?, answered_by = ?,"

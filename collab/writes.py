@@ -9,10 +9,11 @@ the commit, if the body queued a message, the delivery engine is kicked.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from pebrel.collab.delivery import Queued
 from pebrel.collab.handler import Ctx
@@ -34,14 +35,19 @@ class Write:
 Body = Callable[[Write], dict[str, Any]]
 
 
+#: The schema's collab_idempotency_key: 1-128 printable ASCII characters, no space. Checked
+#: here too: a principal's request (the integration socket) reaches the service directly.
+IDEMPOTENCY_KEY: Final = re.compile(r"[!-~]{1,128}")
+
+
 def idempotency_key(params: Mapping[str, Any]) -> str | None:
     key = params.get("idempotency_key")
     if key is None:
         return None
-    if not isinstance(key, str) or not key or len(key) > 200:
+    if not isinstance(key, str) or not IDEMPOTENCY_KEY.fullmatch(key):
         raise CollabError(
             CollabCode.INVALID_ARGUMENT,
-            "idempotency_key must be a non-empty string of at most 200 characters",
+            "idempotency_key must be 1-128 printable ASCII characters without spaces",
             {"param": "idempotency_key"},
         )
     return key

@@ -43,8 +43,16 @@ def test_the_schema_file_names_each_key_once() -> None:
 
 
 def test_the_collab_methods_are_the_issue_s() -> None:
-    assert len(COLLAB) == 27
+    """#16's 27 methods and #17's five `collab.integration.*` admin methods."""
+    assert len(COLLAB) == 32
     assert {"collab.capabilities", "collab.reply", "collab.events.list"} <= set(COLLAB)
+    assert {
+        "collab.integration.groups",
+        "collab.integration.list",
+        "collab.integration.create",
+        "collab.integration.update",
+        "collab.integration.revoke",
+    } <= set(COLLAB)
 
 
 @pytest.mark.parametrize("name", COLLAB)
