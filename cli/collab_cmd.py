@@ -8,11 +8,16 @@ in `pebrel.cli.collab_task_cmd`; the request plumbing in `pebrel.cli.collab_requ
 
 from __future__ import annotations
 
+import sys
+
 import click
 
+import pebrel
+from pebrel.cli import output
 from pebrel.cli.collab_request import (
     REPORT_STATUSES,
     CollabState,
+    acting_principal,
     acting_session,
     collab_request,
     content_options,
@@ -35,17 +40,35 @@ LAZY_COMMANDS = {"task": "pebrel.cli.collab_task_cmd:task"}
     help="Act as this session (ses_...). Default: inside a pane, the session bound to that "
     "pane; elsewhere, the user. A pane may name only its own session.",
 )
+@click.option(
+    "--principal",
+    help="Act as this integration identity, over the integration socket; its token is read "
+    "only from the credential file PEBREL_INTEGRATION_CREDENTIAL_FILE names "
+    "(docs/integration.md). Writes then need --idempotency-key.",
+)
 @click.pass_context
-def collab(ctx: click.Context, session: str | None) -> None:
+def collab(ctx: click.Context, session: str | None, principal: str | None) -> None:
     """Groups, sessions and tasks shared with agents in panes (docs/collab.md)."""
-    ctx.obj = CollabState(session=session)
+    if session is not None and principal is not None:
+        raise click.UsageError("give --session or --principal, not both")
+    ctx.obj = CollabState(session=session, principal=principal)
 
 
 @collab.command("capabilities")
 @pretty_option
 def capabilities(pretty: bool) -> None:
-    """The collab service's version, protocol, features and who you act as."""
-    read(collab_request("capabilities"), pretty)
+    """The collab service's version, protocol, features and who you act as; `cli_version` is
+    this CLI's."""
+    if acting_principal() is not None:
+        read(collab_request("capabilities"), pretty)  # the principal path adds cli_version
+    try:
+        envelope = output.request(collab_request("capabilities"))
+    except output.Unreachable as exc:
+        output.emit(exc.envelope, pretty)
+        sys.exit(exc.status)
+    if envelope.get("ok") and isinstance(envelope.get("result"), dict):
+        envelope["result"]["cli_version"] = pebrel.__version__
+    output.finish(envelope, pretty)
 
 
 # ---- groups --------------------------------------------------------------------------------

@@ -3,10 +3,12 @@
 One builder for every `collab.*` method (`collab_request`): the params are what the user gave,
 nothing else (the service applies its defaults). The acting session comes from the `collab`
 group's `--session`; without it the CLI sends none and the service resolves the caller (inside a
-pane: the session bound to that pane; elsewhere: the user). Every write carries an idempotency
-key: `--idempotency-key K`, or one the CLI makes up (uuid4 hex). The printed envelope carries
-the key it was sent with (`result.idempotency_key`, or `error.details.idempotency_key`), so a
-retry of a failed or unanswered write can reuse it. Output and exit statuses are the other
+pane: the session bound to that pane; elsewhere: the user). With `--principal ID` every verb
+goes over the integration socket as that principal instead (pebrel.cli.collab_principal). Every
+write carries an idempotency key: `--idempotency-key K`, or one the CLI makes up (uuid4 hex; a
+principal must give its own). The printed envelope carries the key it was sent with
+(`result.idempotency_key`, or `error.details.idempotency_key`), so a retry of a failed or
+unanswered write can reuse it. Output and exit statuses are the other
 verbs' (pebrel.cli.output): 0 ok, 1 an error envelope, 2 usage, 3 no runtime, 4 no answer.
 """
 
@@ -36,12 +38,20 @@ class CollabState:
     """What the `collab` group's own options say, for its subcommands."""
 
     session: str | None = None
+    #: `--principal ID`: every verb goes over the integration socket as ID (#17).
+    principal: str | None = None
 
 
 def acting_session() -> str | None:
     """The `--session` given to `pebrel collab`, if any."""
     state = click.get_current_context().find_object(CollabState)
     return state.session if state else None
+
+
+def acting_principal() -> str | None:
+    """The `--principal` given to `pebrel collab`, if any."""
+    state = click.get_current_context().find_object(CollabState)
+    return state.principal if state else None
 
 
 def refuse_session(verb: str) -> None:
@@ -91,12 +101,24 @@ def stamp(envelope: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def read(req: Request, pretty: bool) -> NoReturn:
-    """A read: print its envelope and exit with the usual status."""
+    """A read: print its envelope (as a principal: its answer line) and exit with the usual
+    status."""
+    principal = acting_principal()
+    if principal is not None:
+        from pebrel.cli import collab_principal
+
+        collab_principal.call(principal, req, pretty)
     output.call(req, pretty)
 
 
 def write(method: str, key: str | None, pretty: bool, **params: Any) -> NoReturn:
-    """A write with its idempotency key (given or new), printed back with the envelope."""
+    """A write with its idempotency key (given or new), printed back with the envelope. A
+    principal's write needs its own key (I3.1): it is how the principal retries safely."""
+    principal = acting_principal()
+    if principal is not None:
+        if key is None:
+            raise click.UsageError("a write as a principal needs --idempotency-key KEY")
+        read(collab_request(method, **params, idempotency_key=key), pretty)
     used = key or new_idempotency_key()
     req = collab_request(method, **params, idempotency_key=used)
     try:

@@ -2,7 +2,8 @@
 
 The router hands it one end of a Unix socket pair (pebrel/link.py, the collab link) and its
 config as JSON on stdin (`link_fd`, `data_dir`, `log_path`, `version`, `runtime_id`), never in
-argv or the environment. It opens the collab database (collab/store.py), says `CollabStarted`,
+argv or the environment. It opens the collab database (collab/store.py), serves the integration
+socket (collab/integration_server.py, where principals speak), says `CollabStarted`,
 answers each `CollabRequest` with a `CollabAnswered` (each in its own task), and reaches the
 runtime as the local user through `RouterTerminal`. It exits on `StopCollab`, on SIGTERM, or
 when the router's end of the link closes (the router restarts it if the runtime still runs),
@@ -24,12 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pebrel
 from pebrel import injection, logfile, proctree
 from pebrel import messages as m
+from pebrel.collab.integration_server import IntegrationServer, outcome
 from pebrel.collab.service import Service
 from pebrel.collab.store import Store
 from pebrel.collab.terminal import TerminalUnavailable
-from pebrel.errors import CollabCode, CollabError, ErrorCode, PebrelError, internal_error
+from pebrel.errors import CollabCode, CollabError, ErrorCode, PebrelError
 from pebrel.link import Link, open_link
 
 logger = logging.getLogger(__name__)
@@ -146,29 +149,23 @@ class CollabApp:
         task.add_done_callback(self.tasks.discard)
 
     async def serve(self, request: m.CollabRequest) -> None:
-        ok, result, error = False, None, None
-        try:
-            if self.service is None:
-                raise CollabError(
-                    CollabCode.INTEGRATION_RUNTIME_UNAVAILABLE, "the collab service is starting"
-                )
-            result = await self.service.handle(request.method, request.params, request.caller)
-            ok = True
-        except CollabError as exc:
-            error = exc.to_wire()
-        except Exception:
-            failure = internal_error()
-            logger.exception(
-                "collab request %s failed (incident %s)",
-                request.method,
-                failure.details["incident"],
-                extra={**failure.details, "method": request.method},
-            )
-            error = failure.to_wire()
+        result, error = await outcome(request.method, self.handled(request))
         if self.link is not None:
             self.link.send(
-                m.CollabAnswered(request_id=request.request_id, ok=ok, result=result, error=error)
+                m.CollabAnswered(
+                    request_id=request.request_id,
+                    ok=error is None,
+                    result=result,
+                    error=None if error is None else error.to_wire(),
+                )
             )
+
+    async def handled(self, request: m.CollabRequest) -> dict[str, Any]:
+        if self.service is None:
+            raise CollabError(
+                CollabCode.INTEGRATION_RUNTIME_UNAVAILABLE, "the collab service is starting"
+            )
+        return await self.service.handle(request.method, request.params, request.caller)
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -185,11 +182,14 @@ class CollabApp:
             self.link.send(m.WatchSnapshots(on=True))
             await service.start()
             self.service = service
+            integration = IntegrationServer(self.data_dir, service, pebrel.__version__)
             try:
+                await integration.start()  # I1.6: before the router is told it started
                 self.link.send(m.CollabStarted())
                 logger.info("collab service started", extra={"db": str(store.path)})
                 await self.stop.wait()
             finally:
+                await integration.stop()
                 for task in list(self.tasks):
                     task.cancel()
                 await asyncio.gather(*self.tasks, return_exceptions=True)

@@ -128,7 +128,7 @@ def invalid(method: str, problem: str) -> PebrelError:
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
 
-def _unencodable(value: Any, path: str) -> str | None:
+def unencodable(value: Any, path: str) -> str | None:
     """The first value within ``value`` the processes' links cannot carry, as a problem."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value > INT_MAX:
@@ -142,12 +142,12 @@ def _unencodable(value: Any, path: str) -> str | None:
             return f"{path}: must be valid Unicode (it holds a lone surrogate)"
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            problem = _unencodable(item, f"{path}[{index}]")
+            problem = unencodable(item, f"{path}[{index}]")
             if problem:
                 return problem
     elif isinstance(value, dict):
         for key, item in value.items():
-            problem = _unencodable(key, f"{path} key") or _unencodable(item, f"{path}.{key}")
+            problem = unencodable(key, f"{path} key") or unencodable(item, f"{path}.{key}")
             if problem:
                 return problem
     return None
@@ -160,7 +160,7 @@ def unencodable_params(
     says of them if it refuses them, else the value out of the links' range, by field (an
     id or a method name the links cannot carry is invalid_request)."""
     for name, value in (("id", request_id), ("method", method)):
-        problem = _unencodable(value, name)
+        problem = unencodable(value, name)
         if problem:
             return PebrelError(ErrorCode.INVALID_REQUEST, problem)
     try:
@@ -169,7 +169,7 @@ def unencodable_params(
         return exc
     except RecursionError:
         return invalid(method, "params: nested too deeply")
-    problem = _unencodable(params, "params") or (
+    problem = unencodable(params, "params") or (
         "params: hold a value out of range (integers must fit in 64 bits, "
         "strings must be valid Unicode)"
     )

@@ -38,7 +38,7 @@ from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
 from pebrel.router import adapter_limits as limits
 from pebrel.router.answers import REUSABLE_METHODS, AnswerCache, request_key
-from pebrel.router.client_protocol import ClientProtocol, Connection
+from pebrel.router.client_protocol import ClientProtocol, Connection, abort_unless_flushing
 from pebrel.schema import unencodable_params
 
 logger = logging.getLogger(__name__)
@@ -294,19 +294,7 @@ class Frontend:
         )
         self.write(conn, dump_line(error_response(None, error)))
         conn.transport.close()
-        self.abort_unless_flushing(conn.transport, conn.transport.get_write_buffer_size())
-
-    def abort_unless_flushing(self, transport: asyncio.WriteTransport, unsent: int) -> None:
-        """Let a closing connection flush while the client reads; abort it once it stops."""
-
-        def check() -> None:
-            left = transport.get_write_buffer_size()
-            if left and left >= unsent:
-                transport.abort()
-            elif left:
-                self.abort_unless_flushing(transport, left)
-
-        asyncio.get_running_loop().call_later(limits.CLOSE_FLUSH_DEADLINE_S, check)
+        abort_unless_flushing(conn.transport, conn.transport.get_write_buffer_size())
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()

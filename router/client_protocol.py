@@ -5,6 +5,9 @@ A protocol rather than a stream reader: a request is handled in the callback tha
 without a loop turn to wake a reading task. A connection whose answers pile up unsent (or
 whose requests wait at the router in numbers) is not read until they drain: what one client
 leaves unread costs at most its own bound, and reading it later is ordinary writing.
+
+The integration socket (collab/integration_server.py) runs the same protocol with the same
+limits: it subclasses `ClientProtocol` for its line limit and error lines.
 """
 
 from __future__ import annotations
@@ -54,7 +57,23 @@ class Frontend(Protocol):
         """Answer one request with an error."""
 
 
+def abort_unless_flushing(transport: asyncio.WriteTransport, unsent: int) -> None:
+    """Let a closing connection flush while the client reads; abort it once it stops."""
+
+    def check() -> None:
+        left = transport.get_write_buffer_size()
+        if left and left >= unsent:
+            transport.abort()
+        elif left:
+            abort_unless_flushing(transport, left)
+
+    asyncio.get_running_loop().call_later(limits.CLOSE_FLUSH_DEADLINE_S, check)
+
+
 class ClientProtocol(asyncio.Protocol):
+    #: The longest line taken; a longer one goes to `refuse_long_line`.
+    max_line_bytes = MAX_REQUEST_LINE_BYTES
+
     def __init__(self, frontend: Frontend) -> None:
         self.frontend = frontend
         self.conn: Connection | None = None
@@ -95,6 +114,15 @@ class ClientProtocol(asyncio.Protocol):
         if self.conn is not None:
             self.frontend.unauthenticated.pop(self.conn.connection_id, None)
             self.frontend.closed(self.conn)
+
+    def refuse_long_line(self, conn: Connection) -> bool:
+        """A line past `max_line_bytes`: True if the connection was closed for it. Before
+        authentication it is closed without a byte; after, the line is answered
+        invalid_request once it ends, and the next line is served."""
+        if conn.authenticated or self.transport is None:
+            return False
+        self.transport.close()
+        return True
 
     def auth_expired(self) -> None:
         if self.conn is not None and not self.conn.authenticated and self.transport is not None:
@@ -157,27 +185,25 @@ class ClientProtocol(asyncio.Protocol):
                 break
             newline = buffer.find(b"\n")
             if newline < 0:
-                if len(buffer) > MAX_REQUEST_LINE_BYTES:
-                    if not conn.authenticated:
-                        transport.close()
+                if len(buffer) > self.max_line_bytes:
+                    if self.refuse_long_line(conn):
                         break
                     self.discarding = True
                     buffer.clear()
                 break
             line = bytes(buffer[:newline])
             del buffer[: newline + 1]
-            if self.discarding or len(line) > MAX_REQUEST_LINE_BYTES:
+            if self.discarding or len(line) > self.max_line_bytes:
                 self.discarding = False
-                if not conn.authenticated:
-                    transport.close()
+                if self.refuse_long_line(conn):
                     break
                 self.frontend.reply_error(
                     conn,
                     None,
                     PebrelError(
                         ErrorCode.INVALID_REQUEST,
-                        f"request line longer than {MAX_REQUEST_LINE_BYTES} bytes",
-                        {"limit_bytes": MAX_REQUEST_LINE_BYTES},
+                        f"request line longer than {self.max_line_bytes} bytes",
+                        {"limit_bytes": self.max_line_bytes},
                     ),
                 )
                 continue

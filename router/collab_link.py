@@ -15,6 +15,9 @@ for it and never stops for it:
   (`call_method`); while it watches, each new revision is sent to it as `SnapshotChanged`, at
   most one per 100 ms with the last one always sent (`Coalescer`).
 - At runtime shutdown it is told `StopCollab`, given 3 s, then killed.
+- It is not started at all when `<data_dir>/integration.sock` would be longer than a Unix
+  socket path may be (the service serves that socket): runtime.log says so, and every
+  `collab.*` request is answered INTEGRATION_RUNTIME_UNAVAILABLE with the reason.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pebrel import __version__, entrypoints
+from pebrel import __version__, entrypoints, integration_wire
 from pebrel import messages as m
 from pebrel.datadir import LOG_FILE
 from pebrel.envelope import EncodedResult
@@ -148,6 +151,8 @@ class CollabLink:
         self.callers: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.background: set[asyncio.Task[None]] = set()
         self.snapshots = Coalescer(SNAPSHOT_INTERVAL_S, self.send_snapshot)
+        #: Why the service is not started at all (its socket path is too long), if it is not.
+        self.refused: str | None = None
 
     # -- requests --------------------------------------------------------------------------------
     async def handle(self, request: m.HandleRequest) -> None:
@@ -176,7 +181,8 @@ class CollabLink:
             return
         run = self.run
         if run is None or run.link is None or not run.link.open or self.closing:
-            self.answer(request, False, None, unavailable("the collab service is not running"))
+            why = self.refused or "the collab service is not running"
+            self.answer(request, False, None, unavailable(why))
             return
         request_id = next(self.ids)
         self.pending[request_id] = (run, request)
@@ -259,8 +265,14 @@ class CollabLink:
 
     # -- the process ---------------------------------------------------------------------------
     def start(self, server_port: int) -> None:
-        """Start supervising the service (returns at once; the runtime does not wait)."""
+        """Start supervising the service (returns at once; the runtime does not wait). A data
+        dir whose integration socket path is too long for a Unix socket (I1.6): the service
+        is not started, the log says why, and so does every `collab.*` answer."""
         self.server_port = server_port
+        self.refused = integration_wire.path_problem(self.data_dir)
+        if self.refused:
+            logger.error("the collab service is not started: %s", self.refused)
+            return
         self.task = asyncio.get_running_loop().create_task(self.supervise())
 
     async def supervise(self) -> None:
