@@ -2,12 +2,16 @@
 against the floor of raw SQLite durable commits, and terminal reads during a write burst
 (issue #16 item 7).
 
-- **Floor**: the rows a task create commits (the task, its `task.created` fact, the journal
-  row, the group's sequence) written straight into a SQLite file beside the runtime's, WAL and
-  `synchronous=FULL`, one transaction per write, as the service does: the least a durable,
+- **Floor**: the rows a task create commits (the group's sequence, the task, its
+  `task.created` fact, the journal row, the remembered idempotent answer) written straight into
+  a SQLite file with the service's own tables (`pebrel.collab.ddl`) beside the runtime's, WAL
+  and `synchronous=FULL`, one transaction per write, as the service does: the least a durable,
   acknowledged write can cost on this disk.
-- **Pebrel, one by one**: `collab.task.create` over one persistent connection, each sent after
-  the previous answer: latency per acknowledged write (p50/p99) and writes/s.
+- **Pebrel, one by one**: a task create over one persistent connection, each sent after the
+  previous answer: latency per acknowledged write (p50/p99) and writes/s. Twice: as a
+  principal on the integration socket (`task.create`; one hop, client -> collab service) and
+  as the user on the runtime API (`collab.task.create`; client -> adapter -> router -> collab
+  service). Each beside its round trip without a write (`capabilities`).
 - **Pebrel, pipelined**: the same requests written `--batch` at a time before their answers are
   read: writes/s, and each write's time from its batch being sent to its answer.
 - **Reads during a burst**: one client reads a pane (`pane.read lines=24`, persistent
@@ -23,6 +27,7 @@ import argparse
 import contextlib
 import json
 import os
+import secrets
 import sqlite3
 import subprocess
 import sys
@@ -35,7 +40,10 @@ from typing import Any
 
 from bench.pebrel_side import pebrel_executable
 from bench.stats import percentile
+from pebrel import integration_client
 from pebrel.client import Client
+from pebrel.collab.ddl import JOURNAL_DDL, SCHEMA
+from pebrel.collab.principals import token_hash
 
 TARGET_RATIO = 3.0  # p50 of a write at most 3x the floor's p50 (#16 item 7)
 READ_P99_TARGET_MS = 20.0
@@ -63,44 +71,47 @@ def ms(seconds: float) -> float:
 
 
 def floor_writes(path: Path, writes: int) -> list[float]:
-    """Durable commits of a task create's rows, one transaction each; seconds per commit."""
+    """Durable commits of a task create's rows, one transaction each; seconds per commit.
+
+    The same tables as the service (`pebrel.collab.ddl`, with their keys and indexes) and the
+    same rows a `collab.task.create` commits: the group's next sequence, the task, its
+    `task.created` fact, the journal row and the remembered idempotent answer.
+    """
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    conn.executescript(
-        """
-        CREATE TABLE g (id TEXT PRIMARY KEY, last_sequence INTEGER NOT NULL);
-        CREATE TABLE t (id TEXT PRIMARY KEY, group_id TEXT, title TEXT, content TEXT,
-            status TEXT, revision INTEGER, created_at INTEGER, updated_at INTEGER);
-        CREATE TABLE e (event_id TEXT UNIQUE, group_id TEXT, sequence INTEGER, kind TEXT,
-            created_at INTEGER, refs TEXT, payload TEXT, task_id TEXT, actor TEXT, body TEXT);
-        CREATE TABLE j (group_id TEXT, sequence INTEGER, event_id TEXT UNIQUE, kind TEXT,
-            created_at INTEGER, refs TEXT, payload TEXT, PRIMARY KEY (group_id, sequence))
-            WITHOUT ROWID;
-        INSERT INTO g VALUES ('grp_floor', 0);
-        """
-    )
+    conn.executescript(SCHEMA + JOURNAL_DDL)
+    conn.execute("INSERT INTO groups VALUES ('grp_floor', 'floor', 0, 0)")
     took: list[float] = []
     for i in range(writes):
-        payload = json.dumps({"event": {"title": f"task {i}", "content": "bench " * 20}})
+        task_id, event_id = f"tsk_{secrets.token_hex(10)}", f"evt_{secrets.token_hex(10)}"
+        content = "bench " * 20
+        payload = json.dumps({"event": {"title": f"task {i}", "content": content}})
         started = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")
         seq = conn.execute(
-            "UPDATE g SET last_sequence = last_sequence + 1 WHERE id = 'grp_floor'"
+            "UPDATE groups SET last_sequence = last_sequence + 1 WHERE id = 'grp_floor'"
             " RETURNING last_sequence"
         ).fetchone()[0]
         now = time.time_ns() // 1_000_000
         conn.execute(
-            "INSERT INTO t VALUES (?, 'grp_floor', ?, ?, 'open', 1, ?, ?)",
-            (f"tsk_{i}", f"task {i}", "bench " * 20, now, now),
+            "INSERT INTO tasks (id, group_id, title, content, status, revision, source,"
+            " created_at, updated_at) VALUES (?, 'grp_floor', ?, ?, 'open', 1, 'user', ?, ?)",
+            (task_id, f"task {i}", content, now, now),
         )
         conn.execute(
-            "INSERT INTO e VALUES (?, 'grp_floor', ?, 'task.created', ?, '{}', ?, ?, 'user', ?)",
-            (f"evt_{i}", seq, now, payload, f"tsk_{i}", payload),
+            "INSERT INTO journal VALUES ('grp_floor', ?, ?, 'task.created', ?, '{}', ?)",
+            (seq, event_id, now, payload),
         )
         conn.execute(
-            "INSERT INTO j VALUES ('grp_floor', ?, ?, 'task.created', ?, '{}', ?)",
-            (seq, f"evt_{i}", now, payload),
+            "INSERT INTO task_events (event_id, group_id, sequence, kind, created_at, refs,"
+            " payload, task_id, actor, body) VALUES (?, 'grp_floor', ?, 'task.created', ?,"
+            " '{}', ?, ?, '{}', ?)",
+            (event_id, seq, now, payload, task_id, payload),
+        )
+        conn.execute(
+            "INSERT INTO idempotency VALUES ('user', ?, ?, ?, ?)",
+            (f"key-{i}", "0" * 64, payload, now),
         )
         conn.execute("COMMIT")
         took.append(time.perf_counter() - started)
@@ -126,6 +137,40 @@ def one_by_one(data: Path, group: str, writes: int, start: int) -> list[float]:
             took.append(time.perf_counter() - started)
             if not answer.get("ok"):
                 raise SystemExit(f"collab.task.create failed: {answer}")
+    return took
+
+
+def make_principal(data: Path, group: str) -> tuple[str, str]:
+    """A principal of ``group`` that may create and read tasks: its id and token."""
+    token = secrets.token_urlsafe(32)
+    policy = {
+        "id": "bench",
+        "groupId": group,
+        "permissions": ["task.create", "task.read"],
+        "launchProfiles": [],
+    }
+    with Client(data) as client:
+        made = client.call(
+            "collab.integration.create", {"policy": policy, "token_sha256": token_hash(token)}
+        )
+    if not made.get("ok"):
+        raise SystemExit(f"collab.integration.create failed: {made}")
+    return "bench", token
+
+
+def socket_calls(
+    data: Path, principal: tuple[str, str], method: str, params: Any, calls: int
+) -> list[float]:
+    """``method`` one by one over the integration socket as ``principal`` (one hop: client ->
+    collab service); ``params(i)`` gives each call's params."""
+    took: list[float] = []
+    with integration_client.connect(data, *principal) as conn:
+        for i in range(calls):
+            started = time.perf_counter()
+            answer = conn.call(method, params(i))
+            took.append(time.perf_counter() - started)
+            if not answer.get("ok"):
+                raise SystemExit(f"{method} over the integration socket failed: {answer}")
     return took
 
 
@@ -186,6 +231,11 @@ def read_phase(data: Path, seconds: float) -> list[float]:
     return out
 
 
+def verdict(took: list[float], floor_p50: float) -> str:
+    p50 = ms(percentile(took, 50))
+    return f"{'pass' if p50 <= TARGET_RATIO * floor_p50 else 'FAIL'} ({p50 / floor_p50:.2f}x)"
+
+
 def row(name: str, took: list[float], wall: float, floor_p50: float | None = None) -> str:
     p50 = ms(percentile(took, 50))
     p99 = ms(percentile(took, 99))
@@ -217,6 +267,19 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             single = one_by_one(data, group, args.writes, 0)
             single_wall = time.perf_counter() - t0
+            principal = make_principal(data, group)
+            t0 = time.perf_counter()
+            sock_hop = socket_calls(data, principal, "capabilities", lambda i: {}, args.writes)
+            sock_hop_wall = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            sock_single = socket_calls(
+                data,
+                principal,
+                "task.create",
+                lambda i: create_params(group, 10 * args.writes + i),
+                args.writes,
+            )
+            sock_single_wall = time.perf_counter() - t0
             t0 = time.perf_counter()
             batch = pipelined(data, group, args.writes, args.batch, args.writes)
             batch_wall = time.perf_counter() - t0
@@ -241,12 +304,30 @@ def main(argv: list[str] | None = None) -> int:
         "| writes | n | p50 ms | p99 ms | writes/s | p50 vs floor |",
         "|---|---|---|---|---|---|",
         row("floor: raw SQLite durable commit", floor, floor_wall),
-        row("collab.capabilities (the round trip, no write)", hop, hop_wall, floor_p50),
-        row("collab.task.create, one by one", single, single_wall, floor_p50),
-        row(f"collab.task.create, pipelined by {args.batch}", batch, batch_wall, floor_p50),
+        row(
+            "integration socket: capabilities (the round trip, no write)",
+            sock_hop,
+            sock_hop_wall,
+            floor_p50,
+        ),
+        row(
+            "integration socket: task.create, one by one", sock_single, sock_single_wall, floor_p50
+        ),
+        row(
+            "runtime API: collab.capabilities (the round trip, no write)", hop, hop_wall, floor_p50
+        ),
+        row("runtime API: collab.task.create, one by one", single, single_wall, floor_p50),
+        row(
+            f"runtime API: collab.task.create, pipelined by {args.batch}",
+            batch,
+            batch_wall,
+            floor_p50,
+        ),
         "",
-        f"Target: one-by-one p50 at most {TARGET_RATIO:.0f}x the floor's p50: "
-        f"**{'pass' if ms(percentile(single, 50)) <= TARGET_RATIO * floor_p50 else 'FAIL'}**.",
+        f"Target: one-by-one p50 at most {TARGET_RATIO:.0f}x the floor's p50. "
+        f"Integration socket (one hop: client -> collab service): "
+        f"**{verdict(sock_single, floor_p50)}**; runtime API (three hops: client -> adapter -> "
+        f"router -> collab service): **{verdict(single, floor_p50)}**.",
         "",
         "| pane.read lines=24 | n | p50 ms | p99 ms |",
         "|---|---|---|---|",

@@ -26,6 +26,8 @@ class Actor:
     kind: Literal["user", "session", "principal"]
     session_id: str | None = None
     principal_id: str | None = None
+    #: A principal's group, as read when its request arrived (it never changes: I1.5).
+    group_id: str | None = None
 
     @property
     def scope(self) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.agent_fixtures import fake_agents_env, started_runtime
-from tests.conftest import Runtime, assert_never, inject_env, wait_for
+from tests.conftest import Runtime, assert_never, at_prompt, inject_env, wait_for
 
 
 def get(rt: Runtime, name: str, **extra: Any) -> dict[str, Any]:
@@ -175,6 +175,9 @@ def test_spec_wait_line_after_a_restart_under_the_same_name(tmp_path: Path) -> N
         rt.ok("agent.wait", {"agent": "demo", "state": "completed", "after_seq": older})
         rt.ok("agent.prompt", {"agent": "demo", "text": "/exit"})
         wait_for(lambda: get(rt, "demo")["status"] == "exited", 15, "generation 1 exited")
+        # The agent's exit is seen before its shell is back at the prompt: agent.start refuses
+        # a shell that is not idle (invalid_state), so wait for the prompt first.
+        at_prompt(rt, first["pane_id"], first["window_id"])
         again = rt.ok(
             "agent.start", {"name": "demo", "kind": "claude", "pane_id": first["pane_id"]}
         )
