@@ -161,7 +161,7 @@ def new_group(data: Path, name: str) -> str:
 
 
 def start_readers(data: Path, who: tuple[str, str], n: int, expected: int) -> tuple[Any, Any]:
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("fork")  # started before any writer thread
     ready, out = ctx.Queue(), ctx.Queue()
     proc = ctx.Process(
         target=read_streams, args=(str(data), who[0], who[1], n, expected, ready, out)
