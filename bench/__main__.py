@@ -5,7 +5,8 @@ side by side with tmux. The long runs are tools of their own, each named by the 
 - `python -m bench fuzz [--minutes N]`: the fuzz tests for a time budget (bench/fuzz.py);
 - `python -m bench chaos [--minutes N]`: kills and stops under load (bench/chaos.py);
 - `python -m bench limits`: panes, connections and a wrong-token burst (bench/limits.py);
-- `python -m bench collab`: collab writes against raw SQLite, reads in a burst (bench/collab.py).
+- `python -m bench collab`: collab writes against raw SQLite, reads in a burst (bench/collab.py);
+- `python -m bench integration`: the event stream's latency and rate (bench/integration_events.py).
 
 Only a full run (every phase, not --quick) writes bench/RESULTS.md by default: a partial run
 prints its table and writes a file only where --out says, so it never replaces the full table.
@@ -52,6 +53,10 @@ def _tool(name: str) -> Callable[[list[str]], int] | None:
         from bench import collab
 
         return collab.main
+    if name == "integration":
+        from bench import integration_events
+
+        return integration_events.main
     if name == "limits":
         from bench import limits
 
@@ -68,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Pebrel side by side with tmux and the floor. "
-        "Long runs: `python -m bench soak|fuzz|chaos|limits|collab --help`.",
+        "Long runs: `python -m bench soak|fuzz|chaos|limits|collab|integration --help`.",
     )
     parser.add_argument("--quick", action="store_true", help="fewer reps, smaller files")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 7; quick 3)")

@@ -214,9 +214,16 @@ def reply(
     )
 
 
-@collab.group("events")
+@collab.group(
+    "events",
+    cls=LazyGroup,
+    lazy_commands={
+        "subscribe": "pebrel.cli.collab_events_cmd:subscribe",
+        "ack": "pebrel.cli.collab_events_cmd:ack",
+    },
+)
 def events() -> None:
-    """A group's durable event journal."""
+    """A group's durable event journal; with --principal, its pushed stream and ACKs."""
 
 
 @events.command("list")

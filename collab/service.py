@@ -22,6 +22,7 @@ from pebrel.collab import (
     replies,
     rights,
     sessions,
+    stream,
     task_records,
     task_reports,
     tasks,
@@ -126,6 +127,8 @@ class Service:
             self.engine = Deliverer(store, self.seen)
             deliveries = self.engine
         self.deliveries: Deliveries = deliveries
+        self.hub = stream.Hub(store)
+        self.handlers["collab.events.ack"] = self.hub.ack
 
     def latest_snapshot(self) -> dict[str, Any] | None:
         return self.snapshot if self.snapshot is not None else self.terminal.snapshot()
@@ -152,16 +155,19 @@ class Service:
     async def subscribe(
         self, caller: dict[str, Any], params: dict[str, Any], sink: Sink
     ) -> dict[str, Any]:
-        """`events.subscribe` on the integration socket: answer, then push events to ``sink``."""
-        raise CollabError(CollabCode.FEATURE_UNSUPPORTED, "events.subscribe is not available yet")
+        """`events.subscribe` on the integration socket: the answer's result; the stream then
+        pushes events to ``sink`` (from the loop's next turn: send the answer first)."""
+        method = "collab.events.subscribe"
+        actor = rights.resolve(self.store, self.latest_snapshot(), caller, method, params)
+        return self.hub.subscribe(actor, params, sink)
 
     def disconnected(self, sink: Sink) -> None:
         """An integration connection closed: forget its stream, if any."""
-        return None
+        self.hub.disconnected(sink)
 
     def revoked(self, principal_id: str) -> None:
         """A principal was revoked: end its open streams with INTEGRATION_REVOKED (I1.4)."""
-        return None
+        self.hub.revoked(principal_id)
 
     def on_snapshot(self, snapshot: dict[str, Any]) -> None:
         """The runtime's snapshot changed: track sessions, look at waiting deliveries."""
@@ -176,6 +182,7 @@ class Service:
         logger.info("collab service started")
 
     async def close(self) -> None:
+        await self.hub.close()
         if self.engine is not None:
             self.engine.close()
             await self.engine.wait_closed()

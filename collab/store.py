@@ -25,7 +25,7 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -206,6 +206,9 @@ class Store:
             (str(SCHEMA_VERSION),),
         )
         self.floors: dict[str, int] = {}
+        #: Called with a transaction's events after it committed (collab/stream.py wakes the
+        #: event streams of their groups); a failing hook is logged, never the write's failure.
+        self.committed: list[Callable[[list[Event]], None]] = []
         self.rebuilt = self.ensure_journal()
         #: The journal's payload bytes (kept in memory: this process is the only writer).
         self.journal_bytes = int(
@@ -243,6 +246,14 @@ class Store:
             raise storage_error(exc) from exc
         if tx.events:
             self.retain(tx.events)
+            self.announce(tx.events)
+
+    def announce(self, events: list[Event]) -> None:
+        for hook in self.committed:
+            try:
+                hook(events)
+            except Exception:
+                logger.exception("a post-commit hook failed")
 
     def read(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         cur = self.conn.execute(sql, args)

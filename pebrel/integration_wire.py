@@ -86,8 +86,27 @@ def error_line(request_id: RequestId | None, error: PebrelError) -> dict[str, An
     return line
 
 
+class Shared(dict[str, Any]):
+    """A line sent on many connections (an event, to every stream of its group): `encode`
+    encodes it once. It must not change after it was first sent."""
+
+    __slots__ = ("encoded",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.encoded: bytes | None = None
+
+
 def encode(line: dict[str, Any]) -> bytes:
     """One line as sent: compact JSON, UTF-8, a newline (ValueError if it cannot be: NaN, a
     lone surrogate)."""
+    if isinstance(line, Shared):
+        if line.encoded is None:
+            line.encoded = _encode(line)
+        return line.encoded
+    return _encode(line)
+
+
+def _encode(line: dict[str, Any]) -> bytes:
     text = json.dumps(line, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return text.encode("utf-8") + b"\n"
