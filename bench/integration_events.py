@@ -4,13 +4,15 @@ publish-to-receive latency and sustained rate, against the SQLite floor (issue #
 - **Floor**: `bench/collab.py`'s: a task create's rows committed straight into SQLite (WAL,
   `synchronous=FULL`), one transaction each, in the same directory: commits/s.
 - **Latency** with 1, 16 and 64 subscribers (each its own consumer on its own connection to
-  `integration.sock`, all read by one separate process): the user writes `collab.task.create`
-  one at a time (each after the previous answer, 2 ms apart); an event's latency runs from its
-  write being sent to its line being read by a subscriber (so it includes the durable write
-  itself: see the write's own answer time beside it). p50/p99 over every (event, subscriber).
-- **Sustained**: two clients pipeline task creates as fast as the service takes them, with 1
-  and 16 subscribers: events/s from the first write sent to the last event read by every
-  subscriber, each write fsynced; and with none (the writes alone: what bounds the rest).
+  `integration.sock`, all read by one separate process): a principal writes `task.create`
+  over the integration socket one at a time (each after the previous answer, 2 ms apart); an
+  event's latency runs from its write being sent to its line being read by a subscriber (so
+  it includes the durable write itself: see the write's own answer time beside it). p50/p99
+  over every (event, subscriber).
+- **Sustained**: two integration clients (a principal's connections) pipeline task creates
+  as fast as the service takes them, with 1 and 16 subscribers: events/s from the first write
+  sent to the last event read by every subscriber, each write fsynced; and with none (the
+  writes alone: what bounds the rest).
 
 Targets: p99 under 10 ms at 16 subscribers; sustained events/s at least half the floor's
 commits/s. Prints a Markdown section for bench/RESULTS.md; nothing here is a pass/fail test.
@@ -133,7 +135,7 @@ def principal(data: Path, root: Path, name: str, group_id: str) -> tuple[str, st
             {
                 "id": name,
                 "groupId": group_id,
-                "permissions": ["task.read", "events.read"],
+                "permissions": ["task.read", "task.create", "events.read"],
                 "launchProfiles": [],
             }
         )
@@ -183,47 +185,52 @@ def results(proc: Any, out: Any) -> list[list[float]]:
 def latency(data: Path, root: Path, n: int, writes: int) -> tuple[list[float], list[float]]:
     """Publish-to-receive seconds over every (event, subscriber); and each write's answer time."""
     group_id = new_group(data, f"latency-{n}")
-    proc, out = start_readers(data, principal(data, root, f"lat-{n}", group_id), n, writes)
+    who = principal(data, root, f"lat-{n}", group_id)
+    proc, out = start_readers(data, who, n, writes)
     sent: list[float] = []
     answered: list[float] = []
-    with Client(data, timeout_s=60) as client:
+    with integration_client.connect(data, *who) as conn:
         for i in range(writes):
             sent.append(time.monotonic())
-            answer = client.call("collab.task.create", create_params(group_id, i))
+            answer = conn.call("task.create", create_params(group_id, i))
             answered.append(time.monotonic() - sent[-1])
             if not answer.get("ok"):
-                raise SystemExit(f"collab.task.create failed: {answer}")
+                raise SystemExit(f"task.create failed: {answer}")
             time.sleep(LATENCY_GAP_S)  # one event at a time: latency, not queueing
     times = results(proc, out)
     return [t - sent[k] for sub in times for k, t in enumerate(sub)], answered
 
 
-def pipeline(data: Path, group_id: str, start: int, count: int, batch: int) -> None:
-    with Client(data, timeout_s=120) as client:
+def pipeline(
+    data: Path, who: tuple[str, str], group_id: str, start: int, count: int, batch: int
+) -> None:
+    """Task creates over the integration socket as ``who``, ``batch`` in flight at a time."""
+    with integration_client.connect(data, *who) as conn:
         done = 0
         while done < count:
             n = min(batch, count - done)
-            ids = {client.send("collab.task.create", create_params(group_id, start + done + k))
+            ids = {conn.send("task.create", create_params(group_id, start + done + k))
                    for k in range(n)}  # fmt: skip
             while ids:
-                answer = client.read_line()
+                answer = conn.read_line(120)
                 ids.discard(answer.get("id"))
                 if not answer.get("ok"):
-                    raise SystemExit(f"collab.task.create failed: {answer}")
+                    raise SystemExit(f"task.create failed: {answer}")
             done += n
 
 
 def sustained(data: Path, root: Path, n: int, events: int) -> float:
     """Events/s from the first write sent to the last event read by every subscriber."""
     group_id = new_group(data, f"rate-{n}")
+    who = principal(data, root, f"rate-{n}", group_id)
     readers = None
     if n:
-        readers = start_readers(data, principal(data, root, f"rate-{n}", group_id), n, events)
+        readers = start_readers(data, who, n, events)
     half = events // 2
     began = time.monotonic()
     writers = [
-        threading.Thread(target=pipeline, args=(data, group_id, 0, half, 200)),
-        threading.Thread(target=pipeline, args=(data, group_id, half, events - half, 200)),
+        threading.Thread(target=pipeline, args=(data, who, group_id, 0, half, 200)),
+        threading.Thread(target=pipeline, args=(data, who, group_id, half, events - half, 200)),
     ]
     for writer in writers:
         writer.start()
