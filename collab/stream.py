@@ -328,6 +328,25 @@ class Hub:
         for stream in [s for s in self.by_sink.values() if s.consumer.principal_id == principal_id]:
             self.end(stream, principals.revoked(principal_id))
 
+    def updated(self, principal_id: str, permissions: frozenset[str]) -> None:
+        """A principal's policy was replaced: without `events.read` its streams end at once
+        with INTEGRATION_PERMISSION_DENIED (they would go on pushing its group's events), and
+        the send windows go (an ACK is refused by its permission check anyway)."""
+        if "events.read" in permissions:
+            return
+        for key in [k for k in self.windows if k[0] == principal_id]:
+            del self.windows[key]
+        for stream in [s for s in self.by_sink.values() if s.consumer.principal_id == principal_id]:
+            self.end(
+                stream,
+                CollabError(
+                    CollabCode.INTEGRATION_PERMISSION_DENIED,
+                    f"integration identity {principal_id!r} no longer has events.read;"
+                    " its event streams end",
+                    {"principal": principal_id, "missing": ["events.read"]},
+                ),
+            )
+
     async def close(self) -> None:
         tasks = [s.task for s in self.by_sink.values() if s.task is not None]
         for stream in list(self.by_sink.values()):

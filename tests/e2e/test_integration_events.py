@@ -10,6 +10,7 @@ revoke ends a stream at once, and 64 subscribers each get every event.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -205,6 +206,27 @@ def test_revoke_ends_a_stream_at_once(runtime: Runtime, tmp_path: Path) -> None:
         error = sub.lines[-1]
     assert error["type"] == "error" and error["code"] == "INTEGRATION_REVOKED", error
     assert took < 5, took
+
+
+def test_an_update_that_takes_events_read_away_ends_the_stream(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    b = bridge(runtime, tmp_path)
+    policy = tmp_path / "policy.json"
+    with subscriber(b, "main") as sub:
+        sub.subscribed()
+        body = {"id": b.principal, "groupId": b.group_id, "permissions": ["task.read"]}
+        policy.write_text(json.dumps({**body, "launchProfiles": []}))
+        done = runtime.cli("integration", "update", "--file", str(policy))
+        assert done.code == 0, done
+        assert sub.exit(10) == 1
+        error = sub.lines[-1]
+        make_tasks(runtime, b.group_id, 0, 1)  # after the update: never sent to it
+        assert not sub.events()
+    assert error["type"] == "error" and error["code"] == "INTEGRATION_PERMISSION_DENIED", error
+    assert error["details"]["missing"] == ["events.read"]
+    status, again = b.cli("events", "subscribe", "--consumer", "main")
+    assert status == 1 and again["code"] == "INTEGRATION_PERMISSION_DENIED", again
 
 
 def test_64_subscribers_of_one_group_each_get_every_event(runtime: Runtime, tmp_path: Path) -> None:
