@@ -194,6 +194,30 @@ def test_a_consumer_behind_retention_is_refused_never_skipped(tmp_path: Path) ->
             fresh.wait("the retained events", lambda s: len(s.events()) == 103 - floor)
 
 
+def test_a_stream_overtaken_by_retention_names_the_consumers_ack(tmp_path: Path) -> None:
+    """A live stream whose receiver reads too slowly while retention trims past what it sent
+    ends with EVENT_RETENTION_GAP naming the durable ACK (what a reconnect resumes from)."""
+    env = {**base_env(tmp_path), **inject_env("small_retention")}
+    with started_runtime(env) as rt:
+        b = bridge(rt, tmp_path)
+        make_tasks(rt, b.group_id, 0, 3)
+        conn, _ = subscribe_line(b, "main")
+        with conn:
+            got = read_events(conn, 3)
+            assert b.ack("main", got[2]["cursor"])[0] == 0
+            make_tasks(rt, b.group_id, 3, 400, content="x" * 8000)  # > 1 MiB unread
+            lines = []
+            while not lines or lines[-1]["type"] != "error":
+                lines.append(conn.read(30))
+        error = lines[-1]
+        assert error["code"] == "EVENT_RETENTION_GAP", error
+        sent = [x["sequence"] for x in lines if x["type"] == "event"]
+        assert sent == list(range(4, 4 + len(sent)))
+        assert error["details"]["acked_sequence"] == 3
+        assert error["details"]["sent_sequence"] == sent[-1]
+        assert error["details"]["oldest_retained_sequence"] > sent[-1] + 1
+
+
 def test_revoke_ends_a_stream_at_once(runtime: Runtime, tmp_path: Path) -> None:
     b = bridge(runtime, tmp_path)
     with subscriber(b, "main") as sub:
