@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -206,7 +207,7 @@ def test_a_stream_overtaken_by_retention_names_the_consumers_ack(tmp_path: Path)
             got = read_events(conn, 3)
             assert b.ack("main", got[2]["cursor"])[0] == 0
             make_tasks(rt, b.group_id, 3, 400, content="x" * 8000)  # > 1 MiB unread
-            lines = []
+            lines: list[dict[str, Any]] = []
             while not lines or lines[-1]["type"] != "error":
                 lines.append(conn.read(30))
         error = lines[-1]
