@@ -85,7 +85,8 @@ idempotency_option = click.option(
     "--idempotency-key",
     "idempotency_key",
     callback=check_key,
-    help="Reuse this key to retry the same write safely (default: a new one, printed back).",
+    help="Reuse this key to retry the same write safely (default: a new one, printed back;"
+    " required with --principal).",
 )
 
 

@@ -196,6 +196,26 @@ def remove_credential(path: str, made: os.stat_result) -> None:
         os.unlink(path)
 
 
+#: The router's answer for a request whose collab service is gone (or was never there).
+SERVICE_GONE = "INTEGRATION_RUNTIME_UNAVAILABLE"
+
+
+def error_code(envelope: dict[str, Any]) -> object:
+    error = envelope.get("error")
+    return error.get("code") if isinstance(error, dict) else None
+
+
+def outcome_unknown(envelope: dict[str, Any], principal_id: str, path: str) -> dict[str, Any]:
+    """A create whose answer was lost: the envelope says so, and where the credential is."""
+    envelope["error"].setdefault("details", {}).update(
+        outcome="unknown",
+        credential_file=path,
+        hint=f"`pebrel integration list` shows whether {principal_id} exists; if it does"
+        f" not, remove {path} and create again",
+    )
+    return envelope
+
+
 @click.group()
 def integration() -> None:
     """Integration identities (principals): restricted identities for outside programs."""
@@ -253,19 +273,17 @@ def create(policy_file: str, credential_file: str, pretty: bool) -> None:
             if isinstance(exc, ClientTimeout)
             else unavailable_envelope(str(exc))
         )
-        unknown["error"].setdefault("details", {}).update(
-            outcome="unknown",
-            credential_file=path,
-            hint=f"`pebrel integration list` shows whether {principal_id} exists; if it does"
-            f" not, remove {path} and create again",
-        )
         status = (
             output.EXIT_CLIENT_TIMEOUT
             if isinstance(exc, ClientTimeout)
             else output.EXIT_UNAVAILABLE
         )
-        fail(unknown, pretty, status)
+        fail(outcome_unknown(unknown, principal_id, path), pretty, status)
     if not envelope.get("ok"):
+        if error_code(envelope) == SERVICE_GONE:
+            # The service exited with the create in flight (the router's answer): it may
+            # have stored the identity, so its credential stays.
+            fail(outcome_unknown(envelope, principal_id, path), pretty, output.EXIT_UNAVAILABLE)
         remove_credential(path, made)
         fail(envelope, pretty)
     envelope["result"] = {"principal_id": principal_id, "credential_file": path}

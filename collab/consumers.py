@@ -79,13 +79,22 @@ def find(store: Store, principal_id: str, name: str) -> refs.Row | None:
     )
 
 
-def gap(name: str, acked: int, floor: int) -> CollabError:
+def gap(name: str, acked: int, floor: int, sent: int | None = None) -> CollabError:
+    """EVENT_RETENTION_GAP for a consumer whose durable ACK is ``acked`` (and, for a stream
+    that was overtaken, what it had ``sent``)."""
+    details: dict[str, Any] = {
+        "consumer": name,
+        "acked_sequence": acked,
+        "oldest_retained_sequence": floor + 1,
+    }
+    if sent is not None:
+        details["sent_sequence"] = sent
     return CollabError(
         CollabCode.EVENT_RETENTION_GAP,
         f"consumer {name!r} is behind the retention window: events after its ACK (sequence"
         f" {acked}) up to sequence {floor} were trimmed; read tasks back, reconcile, then use"
         " a new consumer",
-        {"consumer": name, "acked_sequence": acked, "oldest_retained_sequence": floor + 1},
+        details,
     )
 
 

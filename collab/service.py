@@ -149,6 +149,9 @@ class Service:
         result = await handler(ctx, params)
         if method == "collab.integration.revoke":
             self.revoked(str(result["principal"]["principal_id"]))
+        elif method == "collab.integration.update":
+            record = result["principal"]
+            self.hub.updated(str(record["principal_id"]), frozenset(record["permissions"]))
         return result
 
     # -- the event stream (#17; collab/stream.py) ---------------------------------------------

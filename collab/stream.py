@@ -264,7 +264,7 @@ class Hub:
         """The next events a stream sends (at most BATCH); EVENT_RETENTION_GAP if trimmed."""
         floor = self.store.floor(stream.group_id)
         if stream.sent < floor:
-            raise consumers.gap(stream.consumer.name, stream.sent, floor)
+            raise self.overtaken(stream, floor)
         wanted = stream.sent + 1
         cached = self.cache.get(stream.group_id)
         if cached and cached[0]["sequence"] <= wanted:
@@ -275,8 +275,16 @@ class Hub:
             (stream.group_id, stream.sent, BATCH),
         )
         if rows and int(rows[0]["sequence"]) != wanted:
-            raise consumers.gap(stream.consumer.name, stream.sent, int(rows[0]["sequence"]) - 1)
+            raise self.overtaken(stream, int(rows[0]["sequence"]) - 1)
         return [line(row) for row in rows]
+
+    def overtaken(self, stream: Stream, floor: int) -> CollabError:
+        """EVENT_RETENTION_GAP for a stream retention overtook: it names the consumer's
+        durable ACK (where a reconnect would resume) and what the stream had sent."""
+        consumer = stream.consumer
+        row = consumers.find(self.store, consumer.principal_id, consumer.name)
+        acked = consumer.acked_sequence if row is None else int(row["acked_sequence"])
+        return consumers.gap(consumer.name, acked, floor, sent=stream.sent)
 
     def committed(self, events: list[Event]) -> None:
         """After a commit (collab/store.py): cache the new events, wake their groups' streams."""
@@ -327,6 +335,25 @@ class Hub:
             del self.windows[key]
         for stream in [s for s in self.by_sink.values() if s.consumer.principal_id == principal_id]:
             self.end(stream, principals.revoked(principal_id))
+
+    def updated(self, principal_id: str, permissions: frozenset[str]) -> None:
+        """A principal's policy was replaced: without `events.read` its streams end at once
+        with INTEGRATION_PERMISSION_DENIED (they would go on pushing its group's events), and
+        the send windows go (an ACK is refused by its permission check anyway)."""
+        if "events.read" in permissions:
+            return
+        for key in [k for k in self.windows if k[0] == principal_id]:
+            del self.windows[key]
+        for stream in [s for s in self.by_sink.values() if s.consumer.principal_id == principal_id]:
+            self.end(
+                stream,
+                CollabError(
+                    CollabCode.INTEGRATION_PERMISSION_DENIED,
+                    f"integration identity {principal_id!r} no longer has events.read;"
+                    " its event streams end",
+                    {"principal": principal_id, "missing": ["events.read"]},
+                ),
+            )
 
     async def close(self) -> None:
         tasks = [s.task for s in self.by_sink.values() if s.task is not None]

@@ -21,7 +21,15 @@ from typing import Any
 import pytest
 
 from tests.collab_fixtures import collab, serving
-from tests.conftest import CliResult, Runtime, at_prompt, base_env, wait_for
+from tests.conftest import (
+    CliResult,
+    Runtime,
+    at_prompt,
+    base_env,
+    inject_env,
+    started_runtime,
+    wait_for,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -243,3 +251,32 @@ def test_no_runtime_no_credential(tmp_path: Path) -> None:
     assert done.code == 3, done
     assert done.json["error"]["code"] == "runtime_unavailable"
     assert not os.path.lexists(out)
+
+
+def test_a_create_whose_answer_is_lost_keeps_the_credential(tmp_path: Path) -> None:
+    """The service dies after it stored the identity, before it answered: the outcome is
+    unknown, so OUT is kept (exit 3) and works once the service is back."""
+    env = {**base_env(tmp_path), **inject_env("collab_dies_after_create")}
+    with started_runtime(env) as rt:
+        policy = write_json(tmp_path / "policy.json", a_policy(team(rt)))
+        out = tmp_path / "credential.json"
+        (rt.data_dir / "collab-die-after-create").write_text("")
+        done = integration(rt, "create", "--file", str(policy), "--credential-file", str(out))
+        assert done.code == 3, done
+        error = done.json["error"]
+        assert error["code"] == "INTEGRATION_RUNTIME_UNAVAILABLE", error
+        assert error["details"]["outcome"] == "unknown"
+        assert error["details"]["credential_file"] == str(out)
+        assert stat.S_IMODE(out.stat().st_mode) == 0o600
+        wait_for(lambda: serving(rt), 30, "the collab service back")
+        (listed,) = ok(integration(rt, "list"))["principals"]
+        assert listed["principal_id"] == "report-bridge"
+        caps = rt.cli(
+            "collab",
+            "--principal",
+            "report-bridge",
+            "capabilities",
+            PEBREL_INTEGRATION_CREDENTIAL_FILE=str(out),
+        )
+        assert caps.code == 0, caps
+        assert caps.json["result"]["principal"]["id"] == "report-bridge"

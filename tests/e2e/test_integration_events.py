@@ -10,8 +10,10 @@ revoke ends a stream at once, and 64 subscribers each get every event.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -193,6 +195,30 @@ def test_a_consumer_behind_retention_is_refused_never_skipped(tmp_path: Path) ->
             fresh.wait("the retained events", lambda s: len(s.events()) == 103 - floor)
 
 
+def test_a_stream_overtaken_by_retention_names_the_consumers_ack(tmp_path: Path) -> None:
+    """A live stream whose receiver reads too slowly while retention trims past what it sent
+    ends with EVENT_RETENTION_GAP naming the durable ACK (what a reconnect resumes from)."""
+    env = {**base_env(tmp_path), **inject_env("small_retention")}
+    with started_runtime(env) as rt:
+        b = bridge(rt, tmp_path)
+        make_tasks(rt, b.group_id, 0, 3)
+        conn, _ = subscribe_line(b, "main")
+        with conn:
+            got = read_events(conn, 3)
+            assert b.ack("main", got[2]["cursor"])[0] == 0
+            make_tasks(rt, b.group_id, 3, 400, content="x" * 8000)  # > 1 MiB unread
+            lines: list[dict[str, Any]] = []
+            while not lines or lines[-1]["type"] != "error":
+                lines.append(conn.read(30))
+        error = lines[-1]
+        assert error["code"] == "EVENT_RETENTION_GAP", error
+        sent = [x["sequence"] for x in lines if x["type"] == "event"]
+        assert sent == list(range(4, 4 + len(sent)))
+        assert error["details"]["acked_sequence"] == 3
+        assert error["details"]["sent_sequence"] == sent[-1]
+        assert error["details"]["oldest_retained_sequence"] > sent[-1] + 1
+
+
 def test_revoke_ends_a_stream_at_once(runtime: Runtime, tmp_path: Path) -> None:
     b = bridge(runtime, tmp_path)
     with subscriber(b, "main") as sub:
@@ -205,6 +231,27 @@ def test_revoke_ends_a_stream_at_once(runtime: Runtime, tmp_path: Path) -> None:
         error = sub.lines[-1]
     assert error["type"] == "error" and error["code"] == "INTEGRATION_REVOKED", error
     assert took < 5, took
+
+
+def test_an_update_that_takes_events_read_away_ends_the_stream(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    b = bridge(runtime, tmp_path)
+    policy = tmp_path / "policy.json"
+    with subscriber(b, "main") as sub:
+        sub.subscribed()
+        body = {"id": b.principal, "groupId": b.group_id, "permissions": ["task.read"]}
+        policy.write_text(json.dumps({**body, "launchProfiles": []}))
+        done = runtime.cli("integration", "update", "--file", str(policy))
+        assert done.code == 0, done
+        assert sub.exit(10) == 1
+        error = sub.lines[-1]
+        make_tasks(runtime, b.group_id, 0, 1)  # after the update: never sent to it
+        assert not sub.events()
+    assert error["type"] == "error" and error["code"] == "INTEGRATION_PERMISSION_DENIED", error
+    assert error["details"]["missing"] == ["events.read"]
+    status, again = b.cli("events", "subscribe", "--consumer", "main")
+    assert status == 1 and again["code"] == "INTEGRATION_PERMISSION_DENIED", again
 
 
 def test_64_subscribers_of_one_group_each_get_every_event(runtime: Runtime, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import socket
 import stat
 import threading
@@ -194,6 +195,18 @@ def test_a_line_over_one_mib_is_refused_and_closes(
 # ---- the adapter's limits ----------------------------------------------------------------------
 
 
+def send_all(fd: int, data: bytes) -> None:
+    """Write ``data`` to ``fd`` whatever its blocking mode: the reading thread sets the
+    socket's timeout (which makes the fd non-blocking) while this one is still sending."""
+    view = memoryview(data)
+    while view:
+        select.select([], [fd], [])
+        try:
+            view = view[os.write(fd, view[: 256 * 1024]) :]
+        except BlockingIOError:
+            continue
+
+
 def test_a_client_that_pipelines_and_never_reads_is_paused_and_others_are_served(
     runtime: Runtime, principal: tuple[str, str]
 ) -> None:
@@ -209,7 +222,7 @@ def test_a_client_that_pipelines_and_never_reads_is_paused_and_others_are_served
     requests = b"".join(wire.encode(wire.request(i, f"{name}.{i}", {})) for i in range(count))
     hostile = signed_in(runtime, principal_id, token)
     hostile.sock.settimeout(None)
-    sender = threading.Thread(target=hostile.send_raw, args=(requests,), daemon=True)
+    sender = threading.Thread(target=send_all, args=(hostile.sock.fileno(), requests), daemon=True)
     try:
         sender.start()
         hostile.sock.settimeout(20)  # answers flow: the service took some of the requests
