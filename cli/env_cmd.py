@@ -90,6 +90,37 @@ COLLAB_ROWS: list[tuple[str, str, str] | tuple[str, str, str, str]] = [
 ]  # fmt: skip
 
 
+#: An integration identity for group team (docs/integration.md), its files in a private folder.
+BRIDGE = "~/.config/pebrel-bridge"
+AS_BRIDGE = (
+    f"PEBREL_INTEGRATION_CREDENTIAL_FILE={BRIDGE}/credential.json pebrel collab --principal bridge"
+)
+TEAM_ID = (
+    '$(pebrel integration groups | python3 -c \'import json, sys; print(next(g["group_id"]'
+    ' for g in json.load(sys.stdin)["result"]["groups"] if g["name"] == "team"))\')'
+)
+INTEGRATION_ROWS: list[tuple[str, str, str] | tuple[str, str, str, str]] = [
+    ("integration groups", "the groups an integration identity can be bound to",
+     "pebrel integration groups"),
+    ("integration create", "an identity for group team from a policy file; writes its credential",
+     f"mkdir -p -m 700 {BRIDGE} && printf '{{\"id\":\"bridge\",\"groupId\":\"%s\","
+     f"\"permissions\":[\"task.read\",\"events.read\"],\"launchProfiles\":[]}}' "
+     f"\"{TEAM_ID}\" > {BRIDGE}/policy.json && pebrel integration create --file "
+     f"{BRIDGE}/policy.json --credential-file {BRIDGE}/credential.json"),
+    ("integration update", "replace its permissions and profiles from the edited policy file",
+     f"pebrel integration update --file {BRIDGE}/policy.json"),
+    ("integration list", "every identity (never a token)", "pebrel integration list"),
+    ("collab events subscribe", "the identity's event stream, for 2 s (JSON lines)",
+     f"{AS_BRIDGE} events subscribe --consumer main --jsonl --timeout 2s"),
+    ("collab events ack", "ACK what the consumer stored: the last cursor it was sent",
+     f"{AS_BRIDGE} events ack \"$({AS_BRIDGE} events subscribe --consumer main --jsonl "
+     "--timeout 2s | python3 -c 'import json, sys; print([e[\"cursor\"] for e in "
+     "map(json.loads, sys.stdin) if e[\"type\"] == \"event\"][-1])')\" --consumer main"),
+    ("integration revoke", "end the identity: later requests and open streams are refused",
+     "pebrel integration revoke bridge"),
+]  # fmt: skip
+
+
 def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
     """Every command with a copy-and-run example, in an order that runs top to bottom on a
     fresh runtime (the agent examples need the AI CLI they name on PATH)."""
@@ -210,6 +241,7 @@ def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
         ),
         ("ctl agent-read", "agent.read", "pebrel ctl agent-read --agent helper --generation 1"),
         *COLLAB_ROWS,
+        *INTEGRATION_ROWS,
         ("agent start", "a second agent", "pebrel agent start reviewer --kind codex"),
         (
             "agent delegate",

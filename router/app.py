@@ -299,7 +299,8 @@ class RouterApp:
         try:
             port = await asyncio.wait_for(self.frontend_port, STARTUP_TIMEOUT_S)
             await window.open_window(self.rt, None, None)
-            self.collab.start(port)  # not waited for: the runtime runs without it
+            self.collab.start(port)  # the runtime runs without it, and only waits a little:
+            await self.collab.wait_ready()  # answering collab.* as soon as it is announced
         except Exception:
             logger.exception("runtime failed to start")
             await self.shutdown()

@@ -55,6 +55,9 @@ BACKOFF_RESET_S = 60.0
 STARTUP_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 3.0
 SNAPSHOT_INTERVAL_S = 0.1
+#: How long `runtime start` waits for the service's first start before it announces the
+#: runtime anyway (the runtime never depends on the service; see `wait_ready`).
+READY_WAIT_S = 5.0
 
 #: answer(request, ok, result, error): send a request's answer to its client.
 Answer = Callable[[m.HandleRequest, bool, dict[str, Any] | None, dict[str, Any] | None], None]
@@ -153,6 +156,8 @@ class CollabLink:
         self.snapshots = Coalescer(SNAPSHOT_INTERVAL_S, self.send_snapshot)
         #: Why the service is not started at all (its socket path is too long), if it is not.
         self.refused: str | None = None
+        #: Set once a run of the service said CollabStarted (its socket listens).
+        self.ready = asyncio.Event()
 
     # -- requests --------------------------------------------------------------------------------
     async def handle(self, request: m.HandleRequest) -> None:
@@ -235,6 +240,7 @@ class CollabLink:
                 self.snapshots.fire()  # a new watcher gets the current snapshot at once
         elif isinstance(message, m.CollabStarted) and not run.started.done():
             run.started.set_result(None)
+            self.ready.set()
 
     async def terminal_call(self, run: Run, call: m.TerminalCall) -> None:
         ok, result, error = await call_method(self.rt, call.method, call.params)
@@ -274,6 +280,20 @@ class CollabLink:
             logger.error("the collab service is not started: %s", self.refused)
             return
         self.task = asyncio.get_running_loop().create_task(self.supervise())
+
+    async def wait_ready(self, timeout_s: float = READY_WAIT_S) -> bool:
+        """Wait for the service's first start (at most ``timeout_s``), so that a client that
+        runs `pebrel collab --principal ...` right after `pebrel runtime start` finds the
+        integration socket listening. False (logged) when it did not start in time or is not
+        started at all: the runtime is announced anyway and the supervisor keeps trying."""
+        if self.refused or self.task is None:
+            return False
+        try:
+            await asyncio.wait_for(self.ready.wait(), timeout_s)
+        except TimeoutError:
+            logger.warning("the collab service did not start within %.0f s", timeout_s)
+            return False
+        return True
 
     async def supervise(self) -> None:
         loop = asyncio.get_running_loop()

@@ -335,3 +335,30 @@ def test_capabilities_carry_the_cli_version_on_the_runtime_api_too(tmp_path: Pat
             result = collab(rt, *args, "capabilities")
             assert result["cli_version"] == pebrel.__version__, args
             assert result["server_version"] == pebrel.__version__, args
+
+
+def test_the_socket_listens_when_runtime_start_returns(tmp_path: Path) -> None:
+    """I1.6: `pebrel runtime start` returns once the collab service listens (it waits a few
+    seconds for it), so a principal's first call right after the start is served, not
+    INTEGRATION_RUNTIME_UNAVAILABLE."""
+    env = base_env(tmp_path)
+
+    def runtime(verb: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PEBREL, "runtime", verb], env=env, capture_output=True, text=True, timeout=90
+        )
+
+    with started_runtime(env) as rt:
+        wait_for(lambda: serving(rt), 20, "the collab service")
+        listening(rt)
+        token = add_principal(rt, group(rt))
+    credential = write_credential(tmp_path / "bridge.json", "bridge", token)
+    started = runtime("start")
+    try:
+        assert started.returncode == 0, started
+        done = cli({**env, CRED_ENV: str(credential)}, "--principal", "bridge", "capabilities")
+        assert done.returncode == 0, done
+        assert answer(done)["result"]["principal"]["id"] == "bridge"
+    finally:
+        stopped = runtime("stop")
+    assert stopped.returncode == 0, stopped
