@@ -21,6 +21,7 @@ from pebrel.router.agents import NamedAgent
 from pebrel.router.handlers import Handler, Result
 from pebrel.router.handlers.agent import identity, record
 from pebrel.router.handlers.input_common import pane_ids, require_live
+from pebrel.router.handlers.keys import FIRST_PROMPT_SETTLE_S, PROMPT_SETTLE_S
 from pebrel.router.handlers.pane_io import prompt_pane
 from pebrel.router.handlers.tab import open_tab
 from pebrel.router.runtime import Runtime
@@ -71,6 +72,24 @@ def start_line(pane: Pane, argv: list[str], cwd: str | None) -> str:
             {**pane_ids(pane), "task_state": pane.tracker.state},
         )
     return shlex.join(argv) if cwd is None else f"cd -- {shlex.quote(cwd)} && {shlex.join(argv)}"
+
+
+async def settle_prompt(rt: Runtime, pane: Pane) -> None:
+    """Let an integrated shell draw its prompt before `start_line` judges it: a pane.run
+    answers on its command's done mark, a moment before the shell's next prompt, so a start
+    sent right after it would otherwise find no prompt. A busy pane, an agent in it or a
+    shell without OSC 133 marks is judged at once."""
+    tracker = pane.tracker
+    limit = time.monotonic() + (PROMPT_SETTLE_S if tracker.prompt_seen else FIRST_PROMPT_SETTLE_S)
+    while (
+        pane.integrated
+        and not tracker.at_prompt
+        and not tracker.busy
+        and pane.agents.session is None
+        and not pane.exited
+        and time.monotonic() < limit
+    ):
+        await rt.next_change(pane, limit - time.monotonic())
 
 
 def claim_name(rt: Runtime, name: str) -> None:
@@ -166,6 +185,8 @@ async def start(rt: Runtime, params: AgentStartParams) -> Result:
     pane_id = params.get("pane_id")
     if pane_id is not None:
         pane = rt.state.pane(params.get("window_id"), pane_id)
+        await settle_prompt(rt, pane)
+        pane = rt.state.pane(params.get("window_id"), pane_id)  # closed meanwhile: not found
         line = start_line(pane, argv, cwd)
     else:
         pane = await open_tab(rt, rt.state.window(params.get("window_id")), cwd)

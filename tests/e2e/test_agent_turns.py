@@ -345,3 +345,17 @@ def test_screen_rule_never_overrides_fresher_hook_evidence(tmp_path: Path) -> No
         )
         assert (done["state"], done["last_message"]) == ("completed", "final: work")
         assert done["state_change_seq"] == sent["state_change_seq"] + 1  # no idle in between
+
+
+def test_agent_start_right_after_a_run_waits_for_the_prompt(tmp_path: Path) -> None:
+    """R9.3: pane.run answers on its command's done mark, before the shell draws its next
+    prompt; an agent.start sent at once waits for that prompt (here held back 1 s by a busy
+    loop in the shell's PROMPT_COMMAND, the shell staying in the foreground) instead of
+    refusing the pane as not idle."""
+    now = "${EPOCHREALTIME/./}"
+    hold = f"__e=$(( {now} + 1000000 )); while (( {now} < __e )); do :; done"
+    with started_runtime(fake_agents_env(tmp_path)) as rt:
+        rt.run(1, f"PROMPT_COMMAND=\"${{PROMPT_COMMAND:-:}}\"'; {hold}'")
+        rt.run(1, "true")  # answered on its done mark; the prompt comes 1 s later
+        started = rt.ok("agent.start", {"name": "quick", "kind": "claude", "pane_id": 1})
+        assert started["ready"] is True
