@@ -43,7 +43,7 @@ from bench.stats import percentile
 from pebrel import integration_client
 from pebrel.client import Client
 from pebrel.collab.ddl import JOURNAL_DDL, SCHEMA
-from pebrel.collab.principals import token_hash
+from pebrel.integration_wire import token_hash
 
 TARGET_RATIO = 3.0  # p50 of a write at most 3x the floor's p50 (#16 item 7)
 READ_P99_TARGET_MS = 20.0

@@ -40,30 +40,24 @@ revision_option = click.option(
 )
 
 
-def provenance_options(metadata: bool) -> Callable[[CommandFunc], CommandFunc]:
+def provenance_options(command: CommandFunc) -> CommandFunc:
     """Where a write comes from outside Pebrel (I3.3): `--external-actor JSON`,
-    `--external-message-id ID` and (``metadata``) `--metadata JSON`; all of it at most 16 KiB."""
-
-    def add(command: CommandFunc) -> CommandFunc:
-        command = click.option(
-            "--external-message-id",
-            "external_message_id",
-            help="The outside system's id of the message this comes from.",
-        )(command)
-        command = click.option(
-            "--external-actor",
-            "external_actor",
-            help='Who this is done for outside Pebrel: a JSON object ({"id": "..."}).',
-        )(command)
-        if metadata:
-            command = click.option("--metadata", help="A JSON object kept with it.")(command)
-        return command
-
-    return add
+    `--external-message-id ID` and `--metadata JSON`; all of it at most 16 KiB."""
+    command = click.option(
+        "--external-message-id",
+        "external_message_id",
+        help="The outside system's id of the message this comes from.",
+    )(command)
+    command = click.option(
+        "--external-actor",
+        "external_actor",
+        help='Who this is done for outside Pebrel: a JSON object ({"id": "..."}).',
+    )(command)
+    return click.option("--metadata", help="A JSON object kept with it.")(command)
 
 
 def provenance(
-    external_actor: str | None, external_message_id: str | None, metadata: str | None = None
+    external_actor: str | None, external_message_id: str | None, metadata: str | None
 ) -> dict[str, Any]:
     return {
         "external_actor": json_value("--external-actor", external_actor, (dict,)),
@@ -87,7 +81,7 @@ def task() -> None:
     help="Your own word for where the task comes from (kept as origin.source; the task's"
     " source stays user, session or integration).",
 )
-@provenance_options(metadata=True)
+@provenance_options
 @idempotency_option
 @pretty_option
 def create(
@@ -139,7 +133,7 @@ def list_tasks(group_ref: str | None, status: str | None, pretty: bool) -> None:
 @task_arg
 @click.option("--assignee", required=True, help="The session (ses_...) to work on it.")
 @revision_option
-@provenance_options(metadata=True)
+@provenance_options
 @idempotency_option
 @pretty_option
 def assign(
@@ -165,12 +159,38 @@ def assign(
     )
 
 
-def text_verb(name: str, method: str, help_text: str) -> None:
-    """A verb that sends TASK and a text, as the `pebrel collab --session` session."""
+#: What decorates a verb's function (an option, an argument).
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def stacked(*decorators: Decorator) -> Decorator:
+    """The decorators as one, applied as if written one above the other."""
+
+    def add(command: Callable[..., Any]) -> Callable[..., Any]:
+        for decorate in reversed(decorators):
+            command = decorate(command)
+        return command
+
+    return add
+
+
+def text_verb(
+    name: str,
+    method: str,
+    help_text: str,
+    *options: Decorator,
+    fields: tuple[str, ...] = (),
+    with_provenance: bool = False,
+) -> None:
+    """A verb that sends TASK, the ``fields`` its ``options`` give (in that order) and a
+    text, as the `pebrel collab --session` session; ``with_provenance``: where it comes from
+    outside Pebrel too (`provenance_options`)."""
 
     @task.command(name, help=help_text)
     @task_arg
+    @stacked(*options)
     @content_options(required=True)
+    @stacked(*[provenance_options] if with_provenance else [])
     @idempotency_option
     @pretty_option
     def command(
@@ -179,45 +199,30 @@ def text_verb(name: str, method: str, help_text: str) -> None:
         content_file: str | None,
         idempotency_key: str | None,
         pretty: bool,
+        **given: Any,
     ) -> None:
         write(
             method,
             idempotency_key,
             pretty,
             task=task_id,
+            **{field: given[field] for field in fields},
             content=read_content(content, content_file, required=True),
+            **(
+                provenance(given["external_actor"], given["external_message_id"], given["metadata"])
+                if with_provenance
+                else {}
+            ),
             session=acting_session(),
         )
 
 
-@task.command("comment")
-@task_arg
-@content_options(required=True)
-@provenance_options(metadata=True)
-@idempotency_option
-@pretty_option
-def comment(
-    task_id: str,
-    content: str | None,
-    content_file: str | None,
-    metadata: str | None,
-    external_actor: str | None,
-    external_message_id: str | None,
-    idempotency_key: str | None,
-    pretty: bool,
-) -> None:
-    """Ask the current assignee about TASK; the delivered text ends with the respond command."""
-    write(
-        "task.comment",
-        idempotency_key,
-        pretty,
-        task=task_id,
-        content=read_content(content, content_file, required=True),
-        **provenance(external_actor, external_message_id, metadata),
-        session=acting_session(),
-    )
-
-
+text_verb(
+    "comment",
+    "task.comment",
+    "Ask the current assignee about TASK; the delivered text ends with the respond command.",
+    with_provenance=True,
+)
 text_verb(
     "question",
     "task.question",
@@ -226,97 +231,30 @@ text_verb(
 text_verb(
     "submit-plan", "task.submit_plan", "As TASK's assignee, submit a plan for the user to approve."
 )
-
-
-@task.command("revise")
-@task_arg
-@revision_option
-@content_options(required=True)
-@provenance_options(metadata=True)
-@idempotency_option
-@pretty_option
-def revise(
-    task_id: str,
-    revision: int,
-    content: str | None,
-    content_file: str | None,
-    metadata: str | None,
-    external_actor: str | None,
-    external_message_id: str | None,
-    idempotency_key: str | None,
-    pretty: bool,
-) -> None:
-    """Change TASK's requirements: it reopens and its accepted result loses acceptance."""
-    write(
-        "task.revise",
-        idempotency_key,
-        pretty,
-        task=task_id,
-        revision=revision,
-        content=read_content(content, content_file, required=True),
-        **provenance(external_actor, external_message_id, metadata),
-        session=acting_session(),
-    )
-
-
-@task.command("answer")
-@task_arg
-@click.option("--decision", required=True, help="The question's decision id (dec_...).")
-@content_options(required=True)
-@provenance_options(metadata=True)
-@idempotency_option
-@pretty_option
-def answer(
-    task_id: str,
-    decision: str,
-    content: str | None,
-    content_file: str | None,
-    metadata: str | None,
-    external_actor: str | None,
-    external_message_id: str | None,
-    idempotency_key: str | None,
-    pretty: bool,
-) -> None:
-    """Answer an open question of TASK's current attempt; the answer goes to the assignee."""
-    write(
-        "task.answer",
-        idempotency_key,
-        pretty,
-        task=task_id,
-        decision=decision,
-        content=read_content(content, content_file, required=True),
-        **provenance(external_actor, external_message_id, metadata),
-        session=acting_session(),
-    )
-
-
-@task.command("respond")
-@task_arg
-@click.option("--attempt", required=True, help="The attempt the comment was made on (att_...).")
-@click.option("--to-event", "to_event", required=True, help="The comment's event id (evt_...).")
-@content_options(required=True)
-@idempotency_option
-@pretty_option
-def respond(
-    task_id: str,
-    attempt: str,
-    to_event: str,
-    content: str | None,
-    content_file: str | None,
-    idempotency_key: str | None,
-    pretty: bool,
-) -> None:
-    """As the attempt's assignee, answer a comment on TASK (changes no status)."""
-    write(
-        "task.respond",
-        idempotency_key,
-        pretty,
-        task=task_id,
-        attempt=attempt,
-        to_event=to_event,
-        content=read_content(content, content_file, required=True),
-        session=acting_session(),
-    )
+text_verb(
+    "revise",
+    "task.revise",
+    "Change TASK's requirements: it reopens and its accepted result loses acceptance.",
+    revision_option,
+    fields=("revision",),
+    with_provenance=True,
+)
+text_verb(
+    "answer",
+    "task.answer",
+    "Answer an open question of TASK's current attempt; the answer goes to the assignee.",
+    click.option("--decision", required=True, help="The question's decision id (dec_...)."),
+    fields=("decision",),
+    with_provenance=True,
+)
+text_verb(
+    "respond",
+    "task.respond",
+    "As the attempt's assignee, answer a comment on TASK (changes no status).",
+    click.option("--attempt", required=True, help="The attempt the comment was made on (att_...)."),
+    click.option("--to-event", "to_event", required=True, help="The comment's event id (evt_...)."),
+    fields=("attempt", "to_event"),
+)
 
 
 @task.command("report")

@@ -32,6 +32,7 @@ from typing import Any, NoReturn
 
 import click
 
+from pebrel import integration_wire as wire
 from pebrel.cli import output
 from pebrel.cli.options import pretty_option, read_text_source
 from pebrel.client import (
@@ -42,9 +43,6 @@ from pebrel.client import (
     unavailable_envelope,
 )
 
-#: The credential file's protocol words (what `pebrel collab --principal` checks).
-PROTOCOL = "pebrel.integration"
-PROTOCOL_VERSION = 1
 CREDENTIAL_MODE = 0o600
 
 
@@ -138,13 +136,6 @@ def policy_id(policy: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def token_sha256(token: str) -> str:
-    """What the service keeps of a token (collab/principals.py token_hash)."""
-    import hashlib
-
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def write_credential(path: str, principal_id: str, token: str) -> os.stat_result:
     """Create ``path`` 0600 with O_EXCL|O_NOFOLLOW, write the credential and fsync it (and its
     directory). Returns the file's identity, so only this file is ever removed."""
@@ -158,8 +149,8 @@ def write_credential(path: str, principal_id: str, token: str) -> os.stat_result
         body = {
             "principal": principal_id,
             "token": token,
-            "protocol": PROTOCOL,
-            "version": PROTOCOL_VERSION,
+            "protocol": wire.PROTOCOL,  # what `pebrel collab --principal` checks
+            "version": wire.VERSION,
         }
         os.write(fd, (json.dumps(body) + "\n").encode())
         os.fsync(fd)
@@ -264,21 +255,15 @@ def create(policy_file: str, credential_file: str, pretty: bool) -> None:
         admin.finish("collab.integration.create", {"policy": policy, "token_sha256": "0" * 64})
     token = secrets.token_urlsafe(32)
     made = write_credential(path, principal_id, token)
-    params = {"policy": policy, "token_sha256": token_sha256(token)}
+    params = {"policy": policy, "token_sha256": wire.token_hash(token)}
     try:
         envelope = admin.client.call("collab.integration.create", params)
-    except (ClientTimeout, RuntimeUnavailable, OSError) as exc:
-        unknown = (
-            timeout_envelope(exc)
-            if isinstance(exc, ClientTimeout)
-            else unavailable_envelope(str(exc))
-        )
-        status = (
-            output.EXIT_CLIENT_TIMEOUT
-            if isinstance(exc, ClientTimeout)
-            else output.EXIT_UNAVAILABLE
-        )
-        fail(outcome_unknown(unknown, principal_id, path), pretty, status)
+    except ClientTimeout as exc:
+        unknown = outcome_unknown(timeout_envelope(exc), principal_id, path)
+        fail(unknown, pretty, output.EXIT_CLIENT_TIMEOUT)
+    except (RuntimeUnavailable, OSError) as exc:
+        unknown = outcome_unknown(unavailable_envelope(str(exc)), principal_id, path)
+        fail(unknown, pretty, output.EXIT_UNAVAILABLE)
     if not envelope.get("ok"):
         if error_code(envelope) == SERVICE_GONE:
             # The service exited with the create in flight (the router's answer): it may

@@ -14,9 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pebrel.collab import cursor, principals, refs
+from pebrel.collab import cursor, refs
 from pebrel.collab.handler import Actor
-from pebrel.collab.principals import Principal
 from pebrel.collab.store import Store
 from pebrel.errors import CollabCode, CollabError
 
@@ -59,16 +58,25 @@ def only(params: dict[str, Any], allowed: frozenset[str]) -> None:
         )
 
 
-def principal_of(store: Store, actor: Actor) -> Principal:
-    """The principal acting, as it is now (revoked: INTEGRATION_REVOKED). Its permission
-    (events.read) was checked with the request (collab/rights.py, PRINCIPAL_RIGHTS)."""
-    if actor.kind != "principal" or actor.principal_id is None:
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The principal whose consumers a request reads and moves: its id and its group."""
+
+    id: str
+    group_id: str
+
+
+def principal_of(actor: Actor) -> Owner:
+    """The principal acting, as `rights.resolve` read it for this request (a revoked or
+    unknown one was refused there) with its permission (events.read) checked
+    (collab/rights.py, PRINCIPAL_RIGHTS)."""
+    if actor.kind != "principal" or actor.principal_id is None or actor.group_id is None:
         raise CollabError(
             CollabCode.INTEGRATION_PERMISSION_DENIED,
             "event consumers belong to integration identities (pebrel collab --principal ID)",
             {"actor": actor.kind},
         )
-    return principals.current(store, actor.principal_id)
+    return Owner(actor.principal_id, actor.group_id)
 
 
 def find(store: Store, principal_id: str, name: str) -> refs.Row | None:
@@ -98,7 +106,7 @@ def gap(name: str, acked: int, floor: int, sent: int | None = None) -> CollabErr
     )
 
 
-def open_consumer(store: Store, principal: Principal, name: str) -> Consumer:
+def open_consumer(store: Store, principal: Owner, name: str) -> Consumer:
     """The consumer to stream from, created at the group's floor on first use.
 
     An existing one behind the retention floor: EVENT_RETENTION_GAP (nothing is written).
@@ -125,7 +133,7 @@ def open_consumer(store: Store, principal: Principal, name: str) -> Consumer:
     return Consumer(principal.id, name, principal.group_id, floor, created=True)
 
 
-def check_cursor(principal: Principal, text: object) -> int:
+def check_cursor(principal: Owner, text: object) -> int:
     """The sequence a cursor names, which must be of the principal's group."""
     group_id, sequence = cursor.decode(text)
     if group_id != principal.group_id:

@@ -9,7 +9,6 @@ that create, update and revoke them build on it.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 from dataclasses import dataclass
@@ -18,11 +17,7 @@ from typing import Any
 from pebrel.collab import refs
 from pebrel.collab.store import Store, Tx
 from pebrel.errors import CollabCode, CollabError
-
-
-def token_hash(token: str) -> str:
-    """What the service keeps of a token: its SHA-256, hex."""
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+from pebrel.integration_wire import token_hash
 
 
 @dataclass(frozen=True, slots=True)

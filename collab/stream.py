@@ -191,7 +191,7 @@ class Hub:
         """
         consumers.only(params, SUBSCRIBE_PARAMS)
         name = consumers.name_of(params)
-        principal = consumers.principal_of(self.store, actor)
+        principal = consumers.principal_of(actor)
         if id(sink) in self.by_sink:
             raise CollabError(
                 CollabCode.INVALID_ARGUMENT,
@@ -234,7 +234,7 @@ class Hub:
         """`collab.events.ack {consumer, cursor}`: move the consumer's durable ACK forward."""
         consumers.only(params, ACK_PARAMS)
         name = consumers.name_of(params)
-        principal = consumers.principal_of(self.store, ctx.actor)
+        principal = consumers.principal_of(ctx.actor)
         text = params.get("cursor")
         sequence = consumers.check_cursor(principal, text)
         row = consumers.find(self.store, principal.id, name)
@@ -331,10 +331,7 @@ class Hub:
             self.forget(stream)
 
     def revoked(self, principal_id: str) -> None:
-        for key in [k for k in self.windows if k[0] == principal_id]:
-            del self.windows[key]
-        for stream in [s for s in self.by_sink.values() if s.consumer.principal_id == principal_id]:
-            self.end(stream, principals.revoked(principal_id))
+        self.end_principal(principal_id, principals.revoked(principal_id))
 
     def updated(self, principal_id: str, permissions: frozenset[str]) -> None:
         """A principal's policy was replaced: without `events.read` its streams end at once
@@ -342,18 +339,22 @@ class Hub:
         the send windows go (an ACK is refused by its permission check anyway)."""
         if "events.read" in permissions:
             return
+        self.end_principal(
+            principal_id,
+            CollabError(
+                CollabCode.INTEGRATION_PERMISSION_DENIED,
+                f"integration identity {principal_id!r} no longer has events.read;"
+                " its event streams end",
+                {"principal": principal_id, "missing": ["events.read"]},
+            ),
+        )
+
+    def end_principal(self, principal_id: str, error: CollabError) -> None:
+        """Forget the principal's send windows and end each of its streams with ``error``."""
         for key in [k for k in self.windows if k[0] == principal_id]:
             del self.windows[key]
         for stream in [s for s in self.by_sink.values() if s.consumer.principal_id == principal_id]:
-            self.end(
-                stream,
-                CollabError(
-                    CollabCode.INTEGRATION_PERMISSION_DENIED,
-                    f"integration identity {principal_id!r} no longer has events.read;"
-                    " its event streams end",
-                    {"principal": principal_id, "missing": ["events.read"]},
-                ),
-            )
+            self.end(stream, error)
 
     async def close(self) -> None:
         tasks = [s.task for s in self.by_sink.values() if s.task is not None]

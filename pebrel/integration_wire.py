@@ -45,6 +45,13 @@ def path_problem(data_dir: Path | str) -> str | None:
     )
 
 
+def token_hash(token: str) -> str:
+    """What the service keeps of a token, and all the admin CLI sends of it: its SHA-256, hex."""
+    import hashlib  # only where a token is made or checked: not on every client's path
+
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def hello(principal: str, token: str) -> dict[str, Any]:
     """A client's first line."""
     return {"protocol": PROTOCOL, "version": VERSION, "principal": principal, "token": token}

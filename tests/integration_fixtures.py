@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pebrel import integration_wire as wire
-from pebrel.collab.principals import token_hash
+from pebrel.integration_wire import token_hash
 from tests.conftest import Runtime, wait_for
 
 READS = ["task.read", "events.read"]

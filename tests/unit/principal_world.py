@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pebrel.collab import policy
-from pebrel.collab.principals import token_hash
+from pebrel.integration_wire import token_hash
 from tests.unit.collab_world import USER, World
 
 ALL = list(policy.PERMISSIONS)

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from pebrel.collab import principals
 from pebrel.collab.service import Service
 from pebrel.collab.store import Store, dumps
 from pebrel.errors import CollabCode, CollabError
+from pebrel.integration_wire import token_hash
 from tests.conftest import wait_for_async
 from tests.unit.collab_world import USER, World
 
@@ -86,7 +86,7 @@ def add_principal(
                 "group_id": group_id,
                 "permissions": dumps(sorted(permissions)),
                 "launch_profiles": "[]",
-                "token_hash": principals.token_hash(f"token-{principal_id}"),
+                "token_hash": token_hash(f"token-{principal_id}"),
                 "revoked_at": None,
                 "created_at": tx.now,
                 "updated_at": tx.now,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from pebrel.collab import integration_admin, principals
-from pebrel.collab.principals import token_hash
 from pebrel.errors import CollabCode, CollabError
+from pebrel.integration_wire import token_hash
 from tests.unit.collab_world import USER, World, make_world, pane_caller
 from tests.unit.principal_world import ALL, a_policy, as_principal, create, profile
 

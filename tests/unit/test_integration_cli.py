@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 
 from pebrel.cli import integration_cmd
 from pebrel.cli.main import main
-from pebrel.collab.principals import token_hash
+from pebrel.integration_wire import token_hash
 from pebrel.schema import validate_params
 
 pytestmark = pytest.mark.timeout(30)
