@@ -204,14 +204,16 @@ def paste_source_options(
     return add
 
 
-def read_text_source(source: str) -> str:
-    """UTF-8 text from a file, or from stdin when ``source`` is "-" (the CLI reads files,
-    never the runtime); a usage error naming the source when it cannot."""
+def read_text_source(source: str, *, dash_is_stdin: bool = True) -> str:
+    """UTF-8 text from a file, or from stdin when ``source`` is "-" and ``dash_is_stdin``
+    (the CLI reads files, never the runtime); a usage error naming the source when it cannot.
+    """
     import sys
 
-    name = "stdin" if source == "-" else source
+    from_stdin = source == "-" and dash_is_stdin
+    name = "stdin" if from_stdin else source
     try:
-        if source == "-":
+        if from_stdin:
             raw = sys.stdin.buffer.read()
         else:
             with open(source, "rb") as handle:
@@ -231,7 +233,9 @@ def read_paste_text(text: str | None, stdin: bool, from_file: str | None) -> str
         raise click.UsageError("give exactly one of TEXT, --stdin or --from-file")
     if text is not None:
         return text
-    return read_text_source("-" if stdin or from_file is None else from_file)
+    if stdin or from_file is None:
+        return read_text_source("-")
+    return read_text_source(from_file, dash_is_stdin=False)  # --from-file - is a file "-"
 
 
 def modifier_options(func: CommandFunc) -> CommandFunc:

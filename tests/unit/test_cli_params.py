@@ -251,3 +251,13 @@ def test_the_cli_s_choices_are_the_model_s() -> None:
     """The help lists wait states and split directions in its own order, but the same words."""
     assert set(options.WAIT_STATES.choices) == set(model.WAIT_TARGETS)
     assert set(options.DIRECTION_WORDS.choices) == set(model.DIRECTIONS)
+
+
+def test_from_file_dash_is_a_file_named_dash(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R4.2: `--from-file -` reads the file named "-" (stdin is `--stdin`); `--content -`
+    and a policy `--file -` keep reading stdin."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_text("from the file", encoding="utf-8")
+    assert options.read_paste_text(None, False, "-") == "from the file"
