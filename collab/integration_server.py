@@ -150,7 +150,8 @@ class IntegrationProtocol(ClientProtocol):
             f"line longer than {self.max_line_bytes} bytes", limit_bytes=self.max_line_bytes
         )
         self.server.write_line(conn, wire.error_line(None, error))
-        conn.transport.close()
+        conn.transport.close()  # a peer that never reads must not keep it open
+        abort_unless_flushing(conn.transport, conn.transport.get_write_buffer_size())
         return True
 
     def auth_expired(self) -> None:
