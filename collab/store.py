@@ -148,10 +148,11 @@ class Tx:
         self.insert(table, {**ev.columns(), **row})
 
     # -- idempotency (I3.1) -------------------------------------------------------------------
-    def replay(self, scope: str, key: str, method: str, params: Mapping[str, Any]) -> Any:
+    def replay(self, scope: str, key: str, digest: str) -> Any:
         """The stored answer to an earlier request with this key, or None for a new key.
 
-        Same key, other params: IDEMPOTENCY_CONFLICT.
+        ``digest`` is the request's `request_hash`. Same key, other params:
+        IDEMPOTENCY_CONFLICT.
         """
         row = self.conn.execute(
             "SELECT request_hash, response FROM idempotency WHERE scope = ? AND key = ?",
@@ -159,7 +160,7 @@ class Tx:
         ).fetchone()
         if row is None:
             return None
-        if row[0] != request_hash(method, params):
+        if row[0] != digest:
             raise CollabError(
                 CollabCode.IDEMPOTENCY_CONFLICT,
                 "this idempotency key was used with other parameters",
@@ -167,15 +168,13 @@ class Tx:
             )
         return json.loads(row[1])
 
-    def remember(
-        self, scope: str, key: str, method: str, params: Mapping[str, Any], response: Any
-    ) -> None:
+    def remember(self, scope: str, key: str, digest: str, response: Any) -> None:
         self.insert(
             "idempotency",
             {
                 "scope": scope,
                 "key": key,
-                "request_hash": request_hash(method, params),
+                "request_hash": digest,
                 "response": dumps(response),
                 "created_at": self.now,
             },
