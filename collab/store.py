@@ -90,6 +90,15 @@ class Event:
         }
 
 
+def read_rows(
+    conn: sqlite3.Connection, sql: str, args: Mapping[str, Any] | tuple[Any, ...]
+) -> list[sqlite3.Row]:
+    """Every row of a query, as `sqlite3.Row` (looked up by column name)."""
+    cur = conn.execute(sql, args)
+    cur.row_factory = sqlite3.Row
+    return list(cur.fetchall())
+
+
 class Tx:
     """One write transaction (BEGIN IMMEDIATE ... COMMIT). Domain modules write through it."""
 
@@ -101,6 +110,10 @@ class Tx:
 
     def execute(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, args)
+
+    def read(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        """As `Store.read`, inside this transaction."""
+        return read_rows(self.conn, sql, args)
 
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
         names = ", ".join(row)
@@ -255,9 +268,7 @@ class Store:
                 logger.exception("a post-commit hook failed")
 
     def read(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        cur = self.conn.execute(sql, args)
-        cur.row_factory = sqlite3.Row
-        return list(cur.fetchall())
+        return read_rows(self.conn, sql, args)
 
     # -- the journal as a projection (I2.6) ---------------------------------------------------
     def ensure_journal(self) -> int:
