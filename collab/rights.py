@@ -297,11 +297,8 @@ def session_group(db: Store | Tx, actor: Actor) -> str | None:
 
 def actor_group(db: Store | Tx, actor: Actor) -> str | None:
     """The one group a session or a principal acts in (None: a session in no group)."""
-    if actor.kind == "principal" and actor.group_id is not None:
-        return actor.group_id  # a principal's group never changes (I1.5)
-    if actor.kind == "principal" and actor.principal_id is not None:
-        found = principals.find(db, actor.principal_id)
-        return None if found is None else found.group_id
+    if actor.kind == "principal":
+        return actor.group_id  # read with the principal at its request; it never changes (I1.5)
     return session_group(db, actor)
 
 
