@@ -44,7 +44,7 @@ from typing import Any, Final
 
 from pebrel.collab import principals, refs
 from pebrel.collab.handler import Actor
-from pebrel.collab.online import session_online
+from pebrel.collab.online import Seen, reach
 from pebrel.collab.store import Store, Tx
 from pebrel.errors import CollabCode, CollabError
 
@@ -201,8 +201,9 @@ def pane_session(
         " AND json_extract(terminal_binding, '$.pane_id') = ? ORDER BY created_at DESC, rowid DESC",
         (caller.get("window_id"), caller.get("pane_id")),
     )
+    seen = Seen.of(snapshot)
     for row in found:
-        if session_online(row, snapshot)[0]:
+        if reach(row, seen)[0]:
             return str(row["id"])
     return None
 
