@@ -33,7 +33,7 @@ from pebrel.collab.task_log import (
     require_status,
     update,
 )
-from pebrel.collab.task_records import decision_record, summary
+from pebrel.collab.task_records import decision_record, summary, summary_of
 from pebrel.collab.writes import Write, perform
 from pebrel.errors import CollabCode, CollabError
 
@@ -131,7 +131,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         if assignee is not None:
             task, assigned = assign_to(w, task, assignee, external(found))
             result.update({k: v for k, v in assigned.items() if k != "event_id"})
-        return {"task": summary(w.tx, task), **result}
+        return {"task": summary_of(task, assignee), **result}
 
     return perform(ctx, "collab.task.create", params, body)
 
@@ -146,7 +146,7 @@ async def assign(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         task = live_at(w, ref, revision, "assign")
         assignee = member_session(w, assignee_ref, str(task["group_id"]))
         task, assigned = assign_to(w, next_revision(w, task), assignee, said)
-        return {"task": summary(w.tx, task), **assigned}
+        return {"task": summary_of(task, assignee), **assigned}
 
     return perform(ctx, "collab.task.assign", params, body)
 
@@ -218,7 +218,8 @@ async def revise(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             )
             queued = deliver(w, task, attempt, text, reply_to_event_id=ev.event_id)
             result.update(message_id=queued.message_id, delivery_id=queued.delivery_id)
-        return {"task": summary(w.tx, task), **result}
+        assignee = str(attempt["assignee_session"]) if attempt is not None else None
+        return {"task": summary_of(task, assignee), **result}
 
     return perform(ctx, "collab.task.revise", params, body)
 
