@@ -52,7 +52,7 @@ from pebrel.collab.delivery import (
     WRITING,
     latest_stages,
 )
-from pebrel.collab.online import find_agent, session_online
+from pebrel.collab.online import Seen, reach
 from pebrel.collab.store import Store
 from pebrel.collab.terminal import Terminal, TerminalUnavailable
 from pebrel.collab.tracking import Tracker
@@ -302,10 +302,11 @@ class Deliverer:
         if row["state"] in UNWRITABLE:
             return f"session_{row['state']}", None
         snapshot = self.terminal.snapshot()
-        online, why = session_online(row, snapshot)
-        if not online or snapshot is None:
+        seen = Seen.of(snapshot) if snapshot is not None else None
+        online, why = reach(row, seen)
+        if not online or seen is None:
             return why, None
-        found = find_agent(snapshot, row["agent_id"])
+        found = seen.agents.get(row["agent_id"])
         why = agent_gate(found[1]) if found is not None else "pane_gone"
         if why is not None:
             return why, None

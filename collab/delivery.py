@@ -244,11 +244,7 @@ def latest_stages(db: Store | Tx, where: str, args: tuple[Any, ...] = ()) -> lis
         " d.reason, d.try, d.at, d.code FROM messages m JOIN delivery_stages d"
         f" ON d.message_id = m.id AND {LATEST} WHERE {where} ORDER BY m.rowid"
     )
-    if isinstance(db, Store):
-        return [dict(row) for row in db.read(sql, args)]
-    cur = db.execute(sql, args)
-    names = [column[0] for column in cur.description]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    return [dict(row) for row in db.read(sql, args)]
 
 
 def fail_queued(tx: Tx, session_id: str, group_id: str, reason: str) -> list[str]:

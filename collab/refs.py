@@ -46,23 +46,14 @@ def integer(params: Mapping[str, Any], name: str, default: int | None = None) ->
     return value
 
 
-def one(db: Store | Tx, sql: str, args: tuple[Any, ...]) -> Row | None:
+def one(db: Store | Tx, sql: str, args: Mapping[str, Any] | tuple[Any, ...]) -> Row | None:
     """The first row of a query as a mapping, through the store or an open transaction."""
-    if isinstance(db, Store):
-        rows = db.read(sql, args)
-        return rows[0] if rows else None
-    cur = db.execute(sql, args)
-    cur.row_factory = sqlite3.Row
-    found: sqlite3.Row | None = cur.fetchone()
-    return found
+    found = db.read(sql, args)
+    return found[0] if found else None
 
 
 def rows(db: Store | Tx, sql: str, args: tuple[Any, ...] = ()) -> list[Row]:
-    if isinstance(db, Store):
-        return list(db.read(sql, args))
-    cur = db.execute(sql, args)
-    cur.row_factory = sqlite3.Row
-    return list(cur.fetchall())
+    return list(db.read(sql, args))
 
 
 def group(db: Store | Tx, ref: str) -> Row:

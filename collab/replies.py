@@ -11,8 +11,8 @@ from typing import Any, Final
 
 from pebrel.collab import refs, rights
 from pebrel.collab.handler import Ctx, Handler
+from pebrel.collab.task_log import member_task
 from pebrel.collab.task_reports import do_report, do_respond
-from pebrel.collab.tasks import member_task
 from pebrel.collab.writes import Write, perform
 from pebrel.errors import CollabCode, CollabError
 

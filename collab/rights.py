@@ -44,7 +44,7 @@ from typing import Any, Final
 
 from pebrel.collab import principals, refs
 from pebrel.collab.handler import Actor
-from pebrel.collab.online import session_online
+from pebrel.collab.online import Seen, reach
 from pebrel.collab.store import Store, Tx
 from pebrel.errors import CollabCode, CollabError
 
@@ -201,8 +201,9 @@ def pane_session(
         " AND json_extract(terminal_binding, '$.pane_id') = ? ORDER BY created_at DESC, rowid DESC",
         (caller.get("window_id"), caller.get("pane_id")),
     )
+    seen = Seen.of(snapshot)
     for row in found:
-        if session_online(row, snapshot)[0]:
+        if reach(row, seen)[0]:
             return str(row["id"])
     return None
 
@@ -297,11 +298,8 @@ def session_group(db: Store | Tx, actor: Actor) -> str | None:
 
 def actor_group(db: Store | Tx, actor: Actor) -> str | None:
     """The one group a session or a principal acts in (None: a session in no group)."""
-    if actor.kind == "principal" and actor.group_id is not None:
-        return actor.group_id  # a principal's group never changes (I1.5)
-    if actor.kind == "principal" and actor.principal_id is not None:
-        found = principals.find(db, actor.principal_id)
-        return None if found is None else found.group_id
+    if actor.kind == "principal":
+        return actor.group_id  # read with the principal at its request; it never changes (I1.5)
     return session_group(db, actor)
 
 

@@ -90,13 +90,6 @@ HANDLERS: Final[dict[str, Handler]] = {
 }
 
 
-class NoDeliveries:
-    """For tests of the handlers alone: queued messages wait in the database."""
-
-    def kick(self) -> None:
-        return None
-
-
 class SeenTerminal:
     """The terminal as handlers see it: its calls, and the newest snapshot the service saw."""
 

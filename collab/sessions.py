@@ -13,16 +13,10 @@ from typing import Any, Final
 
 from pebrel.collab import refs, rights, writes
 from pebrel.collab.handler import Ctx, Handler
-from pebrel.collab.online import panes, session_record
+from pebrel.collab.online import ENDED, panes, session_record
 from pebrel.collab.store import Tx, dumps, new_id
 from pebrel.collab.terminal import TerminalUnavailable
 from pebrel.errors import CollabCode, CollabError, ErrorCode, PebrelError
-
-STATES: Final = ("starting", "binding_pending", "ready", "restoring", "failed")
-#: A session in one of these still holds its agent (a second registration is refused).
-ACTIVE: Final = frozenset({"starting", "binding_pending", "ready", "restoring"})
-#: Agent statuses (runtime `agent.status`) that can no longer take a session.
-GONE: Final = frozenset({"exited", "replaced"})
 
 
 def find_pane(snapshot: Mapping[str, Any], window_id: Any, pane_id: Any) -> dict[str, Any] | None:
@@ -85,7 +79,7 @@ async def lookup_agent(ctx: Ctx, ref: str) -> dict[str, Any]:
             f"agent {ref!r} could not be read: {exc.code}",
             {"agent": ref},
         ) from exc
-    if agent.get("status") in GONE:
+    if agent.get("status") in ENDED:  # it can no longer take a session
         raise CollabError(
             CollabCode.COLLAB_AGENT_UNAVAILABLE,
             f"agent {ref!r} has {agent.get('status')}",
@@ -139,7 +133,7 @@ async def register(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
 
     def body(w: writes.Write) -> dict[str, Any]:
         group_id = str(refs.group(w.tx, group_ref)["id"]) if group_ref is not None else None
-        held = refs.one(
+        held = refs.one(  # a session in any state but failed holds its agent
             w.tx,
             "SELECT id FROM sessions WHERE agent_id = ? AND state IN "
             "('starting', 'binding_pending', 'ready', 'restoring')",

@@ -90,6 +90,15 @@ class Event:
         }
 
 
+def read_rows(
+    conn: sqlite3.Connection, sql: str, args: Mapping[str, Any] | tuple[Any, ...]
+) -> list[sqlite3.Row]:
+    """Every row of a query, as `sqlite3.Row` (looked up by column name)."""
+    cur = conn.execute(sql, args)
+    cur.row_factory = sqlite3.Row
+    return list(cur.fetchall())
+
+
 class Tx:
     """One write transaction (BEGIN IMMEDIATE ... COMMIT). Domain modules write through it."""
 
@@ -101,6 +110,10 @@ class Tx:
 
     def execute(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, args)
+
+    def read(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        """As `Store.read`, inside this transaction."""
+        return read_rows(self.conn, sql, args)
 
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
         names = ", ".join(row)
@@ -148,10 +161,11 @@ class Tx:
         self.insert(table, {**ev.columns(), **row})
 
     # -- idempotency (I3.1) -------------------------------------------------------------------
-    def replay(self, scope: str, key: str, method: str, params: Mapping[str, Any]) -> Any:
+    def replay(self, scope: str, key: str, digest: str) -> Any:
         """The stored answer to an earlier request with this key, or None for a new key.
 
-        Same key, other params: IDEMPOTENCY_CONFLICT.
+        ``digest`` is the request's `request_hash`. Same key, other params:
+        IDEMPOTENCY_CONFLICT.
         """
         row = self.conn.execute(
             "SELECT request_hash, response FROM idempotency WHERE scope = ? AND key = ?",
@@ -159,7 +173,7 @@ class Tx:
         ).fetchone()
         if row is None:
             return None
-        if row[0] != request_hash(method, params):
+        if row[0] != digest:
             raise CollabError(
                 CollabCode.IDEMPOTENCY_CONFLICT,
                 "this idempotency key was used with other parameters",
@@ -167,15 +181,13 @@ class Tx:
             )
         return json.loads(row[1])
 
-    def remember(
-        self, scope: str, key: str, method: str, params: Mapping[str, Any], response: Any
-    ) -> None:
+    def remember(self, scope: str, key: str, digest: str, response: Any) -> None:
         self.insert(
             "idempotency",
             {
                 "scope": scope,
                 "key": key,
-                "request_hash": request_hash(method, params),
+                "request_hash": digest,
                 "response": dumps(response),
                 "created_at": self.now,
             },
@@ -256,9 +268,7 @@ class Store:
                 logger.exception("a post-commit hook failed")
 
     def read(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        cur = self.conn.execute(sql, args)
-        cur.row_factory = sqlite3.Row
-        return list(cur.fetchall())
+        return read_rows(self.conn, sql, args)
 
     # -- the journal as a projection (I2.6) ---------------------------------------------------
     def ensure_journal(self) -> int:

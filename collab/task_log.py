@@ -141,7 +141,7 @@ def append(
             "task_id": task["id"],
             "attempt_id": attempt_id,
             "actor": dumps(actor),
-            "body": dumps(payload),
+            "body": ev.payload_json,
             "reply_to_event_id": reply_to_event_id,
         },
     )
@@ -152,8 +152,12 @@ def update(w: Write, task_id: str, **fields: Any) -> refs.Row:
     """Change the task's projection; returns the new row."""
     fields["updated_at"] = w.tx.now
     sets = ", ".join(f"{name} = :{name}" for name in fields)
-    w.tx.execute(f"UPDATE tasks SET {sets} WHERE id = :task_id", {**fields, "task_id": task_id})
-    return refs.task(w.tx, task_id)
+    found = refs.one(
+        w.tx,
+        f"UPDATE tasks SET {sets} WHERE id = :task_id RETURNING *",
+        {**fields, "task_id": task_id},
+    )
+    return found if found is not None else refs.task(w.tx, task_id)  # none: TASK_NOT_FOUND
 
 
 def check_revision(task: refs.Row, revision: int) -> None:
@@ -174,6 +178,27 @@ def require_status(task: refs.Row, allowed: frozenset[str], action: str) -> None
         )
 
 
+def member_task(w: Write, ref: str) -> refs.Row:
+    """The task, once the acting session is known to be in its group."""
+    task = refs.task(w.tx, ref)
+    rights.require_member(w.tx, w.ctx.actor, str(task["group_id"]))
+    return task
+
+
+def live_at(w: Write, ref: str, revision: int, action: str) -> refs.Row:
+    """The task for a write that makes a new revision: live, and still at ``revision``."""
+    task = member_task(w, ref)
+    check_revision(task, revision)
+    require_status(task, LIVE, action)
+    return task
+
+
+def next_revision(w: Write, task: refs.Row) -> refs.Row:
+    """A new revision: the task is open again and no earlier result stays accepted."""
+    revision = int(task["revision"]) + 1
+    return update(w, str(task["id"]), revision=revision, status=OPEN, accepted_artifact_id=None)
+
+
 def require_attempt(w: Write, task: refs.Row, action: str) -> refs.Row:
     """The task's current attempt; TASK_STATE_INVALID when it has no assignee yet."""
     found = refs.current_attempt(w.tx, task)
@@ -186,24 +211,21 @@ def require_attempt(w: Write, task: refs.Row, action: str) -> refs.Row:
     return found
 
 
-def open_attempt(w: Write, task: refs.Row, assignee: str) -> str:
-    """A new attempt of the task for ``assignee`` (numbered from 1)."""
+def open_attempt(w: Write, task: refs.Row, assignee: str) -> refs.Row:
+    """A new attempt of the task for ``assignee`` (numbered from 1); its row."""
     row = refs.one(
         w.tx, "SELECT coalesce(max(number), 0) AS n FROM attempts WHERE task_id = ?", (task["id"],)
     )
-    attempt_id = new_id("att")
-    w.tx.insert(
-        "attempts",
-        {
-            "id": attempt_id,
-            "task_id": task["id"],
-            "number": int(row["n"] if row else 0) + 1,
-            "assignee_session": assignee,
-            "created_at": w.tx.now,
-            "last_report": None,
-        },
-    )
-    return attempt_id
+    attempt = {
+        "id": new_id("att"),
+        "task_id": task["id"],
+        "number": int(row["n"] if row else 0) + 1,
+        "assignee_session": assignee,
+        "created_at": w.tx.now,
+        "last_report": None,
+    }
+    w.tx.insert("attempts", attempt)
+    return attempt
 
 
 def member_session(w: Write, ref: str, group_id: str) -> str:

@@ -25,7 +25,13 @@ def loads(value: str | None) -> Any:
 
 
 def summary(db: Store | Tx, task: refs.Row) -> dict[str, Any]:
+    """The task's summary, its assignee read from its current attempt."""
     attempt = refs.current_attempt(db, task)
+    return summary_of(task, attempt["assignee_session"] if attempt is not None else None)
+
+
+def summary_of(task: refs.Row, assignee: str | None) -> dict[str, Any]:
+    """The task's summary, its current attempt's assignee already known."""
     return {
         "task_id": task["id"],
         "group_id": task["group_id"],
@@ -33,7 +39,7 @@ def summary(db: Store | Tx, task: refs.Row) -> dict[str, Any]:
         "status": task["status"],
         "revision": task["revision"],
         "current_attempt_id": task["current_attempt_id"],
-        "assignee": attempt["assignee_session"] if attempt is not None else None,
+        "assignee": assignee,
         "plan_state": task["plan_state"],
         "source": task["source"],
         "created_at": task["created_at"],
@@ -77,8 +83,9 @@ def full(db: Store | Tx, task: refs.Row, waiting: WaitingReasons | None = None) 
     decisions = refs.rows(
         db, "SELECT * FROM decisions WHERE task_id = ? ORDER BY rowid", (task_id,)
     )
+    current = [a["assignee_session"] for a in attempts if a["id"] == task["current_attempt_id"]]
     return {
-        **summary(db, task),
+        **summary_of(task, current[0] if current else None),
         "content": task["content"],
         "origin": loads(task["origin"]),
         "external_actor": loads(task["external_actor"]),
@@ -123,20 +130,22 @@ async def list_tasks(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     if group_ref is not None:
         group_id = str(refs.group(ctx.store, group_ref)["id"])
         rights.require_member(ctx.store, ctx.actor, group_id)
-        where.append("group_id = ?")
+        where.append("t.group_id = ?")
         args.append(group_id)
     elif ctx.actor.kind != "user":  # a session or a principal: its own group only
-        where.append("group_id IS ?")
+        where.append("t.group_id IS ?")
         args.append(rights.actor_group(ctx.store, ctx.actor))
     if status is not None:
-        where.append("status = ?")
+        where.append("t.status = ?")
         args.append(status)
-    found = refs.rows(
+    found = refs.rows(  # each task with its current attempt's assignee, in one query
         ctx.store,
-        f"SELECT * FROM tasks WHERE {' AND '.join(where)} ORDER BY created_at, rowid",
+        "SELECT t.*, a.assignee_session AS assignee FROM tasks t"
+        " LEFT JOIN attempts a ON a.id = t.current_attempt_id"
+        f" WHERE {' AND '.join(where)} ORDER BY t.created_at, t.rowid",
         tuple(args),
     )
-    return {"tasks": [summary(ctx.store, row) for row in found]}
+    return {"tasks": [summary_of(row, row["assignee"]) for row in found]}
 
 
 HANDLERS: Final[dict[str, Handler]] = {

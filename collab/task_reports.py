@@ -13,9 +13,16 @@ from typing import Any, Final
 from pebrel.collab import refs, rights
 from pebrel.collab.handler import Ctx, Handler
 from pebrel.collab.store import dumps, new_id
-from pebrel.collab.task_log import LIVE, OPEN, append, require_attempt, require_status, update
+from pebrel.collab.task_log import (
+    LIVE,
+    OPEN,
+    append,
+    member_task,
+    require_attempt,
+    require_status,
+    update,
+)
 from pebrel.collab.task_texts import REPORT_STATUSES
-from pebrel.collab.tasks import member_task
 from pebrel.collab.writes import Write, perform
 from pebrel.errors import CollabCode, CollabError
 
@@ -81,7 +88,7 @@ def do_report(
     attempt = assignee_attempt(w, task, "report")
     require_status(task, frozenset({OPEN}), "report on")
     try:
-        dumps(evidence)
+        evidence_json = dumps(evidence)
     except (TypeError, ValueError) as exc:
         raise CollabError(
             CollabCode.INVALID_ARGUMENT, "evidence must be plain JSON", {"param": "evidence"}
@@ -141,7 +148,7 @@ def do_report(
                 "revision": task["revision"],
                 "content": content or "",
                 "summary": summary,
-                "evidence": dumps(evidence) if evidence is not None else None,
+                "evidence": None if evidence is None else evidence_json,
             },
         )
         result["artifact_id"] = artifact_id

@@ -21,17 +21,19 @@ from pebrel.collab.task_log import (
     LIVE,
     OPEN,
     append,
-    check_revision,
     deliver,
     external,
+    live_at,
     member_session,
+    member_task,
+    next_revision,
     open_attempt,
     provenance,
     require_attempt,
     require_status,
     update,
 )
-from pebrel.collab.task_records import decision_record, summary
+from pebrel.collab.task_records import decision_record, summary, summary_of
 from pebrel.collab.writes import Write, perform
 from pebrel.errors import CollabCode, CollabError
 
@@ -40,21 +42,15 @@ def stored(value: Any) -> str | None:
     return None if value is None else dumps(value)
 
 
-def member_task(w: Write, ref: str) -> refs.Row:
-    """The task, once the acting session is known to be in its group."""
-    task = refs.task(w.tx, ref)
-    rights.require_member(w.tx, w.ctx.actor, str(task["group_id"]))
-    return task
-
-
 def assign_to(
     w: Write, task: refs.Row, assignee: str, said: dict[str, Any] | None = None
-) -> dict[str, Any]:
+) -> tuple[refs.Row, dict[str, Any]]:
     """Open an attempt for ``assignee``, record task.assigned and queue the assignment
-    (``said``: the request's external provenance, kept in the event)."""
-    attempt_id = open_attempt(w, task, assignee)
+    (``said``: the request's external provenance, kept in the event). Returns the task as it
+    is now and what the answer says of the assignment."""
+    attempt = open_attempt(w, task, assignee)
+    attempt_id = str(attempt["id"])
     task = update(w, str(task["id"]), current_attempt_id=attempt_id, plan_state=None)
-    attempt = refs.attempt(w.tx, str(task["id"]), attempt_id)
     ev = append(
         w,
         task,
@@ -82,7 +78,7 @@ def assign_to(
         [(int(r["revision"]), str(r["content"])) for r in revisions],
     )
     queued = deliver(w, task, attempt, text, reply_to_event_id=ev.event_id)
-    return {
+    return task, {
         "event_id": ev.event_id,
         "attempt_id": attempt_id,
         "message_id": queued.message_id,
@@ -101,29 +97,26 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         rights.require_member(w.tx, w.ctx.actor, group_id)
         assignee = member_session(w, assignee_ref, group_id) if assignee_ref else None
         found = provenance(w, params, label=True)
-        task_id = new_id("tsk")
-        w.tx.insert(
-            "tasks",
-            {
-                "id": task_id,
-                "group_id": group_id,
-                "title": title,
-                "content": content,
-                "status": OPEN,
-                "revision": 1,
-                "current_attempt_id": None,
-                "plan_state": None,
-                "accepted_artifact_id": None,
-                "source": found["source"],
-                "origin": stored(found["origin"]),
-                "external_actor": stored(found["external_actor"]),
-                "external_message_id": found["external_message_id"],
-                "metadata": stored(found["metadata"]),
-                "created_at": w.tx.now,
-                "updated_at": w.tx.now,
-            },
-        )
-        task = refs.task(w.tx, task_id)
+        row: dict[str, Any] = {
+            "id": new_id("tsk"),
+            "group_id": group_id,
+            "title": title,
+            "content": content,
+            "status": OPEN,
+            "revision": 1,
+            "current_attempt_id": None,
+            "plan_state": None,
+            "accepted_artifact_id": None,
+            "source": found["source"],
+            "origin": stored(found["origin"]),
+            "external_actor": stored(found["external_actor"]),
+            "external_message_id": found["external_message_id"],
+            "metadata": stored(found["metadata"]),
+            "created_at": w.tx.now,
+            "updated_at": w.tx.now,
+        }
+        w.tx.insert("tasks", row)
+        task: refs.Row = row  # as stored: no read back
         ev = append(
             w,
             task,
@@ -136,9 +129,9 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         )
         result: dict[str, Any] = {"event_id": ev.event_id}
         if assignee is not None:
-            assigned = assign_to(w, task, assignee, external(found))
+            task, assigned = assign_to(w, task, assignee, external(found))
             result.update({k: v for k, v in assigned.items() if k != "event_id"})
-        return {"task": summary(w.tx, refs.task(w.tx, task_id)), **result}
+        return {"task": summary_of(task, assignee), **result}
 
     return perform(ctx, "collab.task.create", params, body)
 
@@ -150,15 +143,10 @@ async def assign(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
 
     def body(w: Write) -> dict[str, Any]:
         said = external(provenance(w, params))
-        task = member_task(w, ref)
-        check_revision(task, revision)
-        require_status(task, LIVE, "assign")
+        task = live_at(w, ref, revision, "assign")
         assignee = member_session(w, assignee_ref, str(task["group_id"]))
-        task = update(
-            w, str(task["id"]), revision=revision + 1, status=OPEN, accepted_artifact_id=None
-        )
-        assigned = assign_to(w, task, assignee, said)
-        return {"task": summary(w.tx, refs.task(w.tx, str(task["id"]))), **assigned}
+        task, assigned = assign_to(w, next_revision(w, task), assignee, said)
+        return {"task": summary_of(task, assignee), **assigned}
 
     return perform(ctx, "collab.task.assign", params, body)
 
@@ -208,12 +196,7 @@ async def revise(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
 
     def body(w: Write) -> dict[str, Any]:
         said = external(provenance(w, params))
-        task = member_task(w, ref)
-        check_revision(task, revision)
-        require_status(task, LIVE, "revise")
-        task = update(
-            w, str(task["id"]), revision=revision + 1, status=OPEN, accepted_artifact_id=None
-        )
+        task = next_revision(w, live_at(w, ref, revision, "revise"))
         attempt = refs.current_attempt(w.tx, task)
         ev = append(
             w,
@@ -235,7 +218,8 @@ async def revise(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             )
             queued = deliver(w, task, attempt, text, reply_to_event_id=ev.event_id)
             result.update(message_id=queued.message_id, delivery_id=queued.delivery_id)
-        return {"task": summary(w.tx, task), **result}
+        assignee = str(attempt["assignee_session"]) if attempt is not None else None
+        return {"task": summary_of(task, assignee), **result}
 
     return perform(ctx, "collab.task.revise", params, body)
 

@@ -18,7 +18,7 @@ from typing import Any, Final
 from pebrel.collab.delivery import Queued
 from pebrel.collab.handler import Ctx
 from pebrel.collab.refs import SESSION_IS_TARGET
-from pebrel.collab.store import Tx, storage_error
+from pebrel.collab.store import Tx, request_hash, storage_error
 from pebrel.errors import CollabCode, CollabError
 
 
@@ -53,12 +53,13 @@ def idempotency_key(params: Mapping[str, Any]) -> str | None:
     return key
 
 
-def keyed(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """What a key is bound to: the params without the acting `session` (the key's scope is
-    already the actor, so `--session S` given or defaulted is the same request)."""
-    if method in SESSION_IS_TARGET:
-        return dict(params)
-    return {k: v for k, v in params.items() if k != "session"}
+def keyed(method: str, params: Mapping[str, Any]) -> str:
+    """What a key is bound to (`request_hash`): the method and its params without the acting
+    `session` (the key's scope is already the actor, so `--session S` given or defaulted is
+    the same request)."""
+    if method not in SESSION_IS_TARGET:
+        params = {k: v for k, v in params.items() if k != "session"}
+    return request_hash(method, params)
 
 
 def replayed(ctx: Ctx, method: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -68,23 +69,25 @@ def replayed(ctx: Ctx, method: str, params: Mapping[str, Any]) -> dict[str, Any]
     if key is None:
         return None
     with ctx.store.write() as tx:
-        earlier = tx.replay(ctx.actor.scope, key, method, keyed(method, params))
+        earlier = tx.replay(ctx.actor.scope, key, keyed(method, params))
     return None if earlier is None else dict(earlier)
 
 
 def perform(ctx: Ctx, method: str, params: Mapping[str, Any], body: Body) -> dict[str, Any]:
     """Run ``body`` as one durable write; its answer (or the remembered one)."""
     key = idempotency_key(params)
+    # The key's row: its scope, the key and what it is bound to (hashed once per write).
+    row = None if key is None else (ctx.actor.scope, key, keyed(method, params))
     try:
         with ctx.store.write() as tx:
-            if key is not None:
-                earlier = tx.replay(ctx.actor.scope, key, method, keyed(method, params))
+            if row is not None:
+                earlier = tx.replay(*row)
                 if earlier is not None:
                     return dict(earlier)
             write = Write(tx, ctx)
             result = body(write)
-            if key is not None:
-                tx.remember(ctx.actor.scope, key, method, keyed(method, params), result)
+            if row is not None:
+                tx.remember(*row, result)
     except sqlite3.OperationalError as exc:
         # Disk full, I/O error, busy past its timeout: nothing was committed; retryable.
         raise storage_error(exc) from exc
