@@ -50,7 +50,8 @@ def trim_bytes(tx: Tx, excess: int) -> tuple[dict[str, int], int]:
     floors: dict[str, int] = {}
     removed = 0
     for group_id, sequence, size in tx.execute(
-        "SELECT group_id, sequence, length(payload) FROM journal ORDER BY created_at, sequence"
+        "SELECT group_id, sequence, length(CAST(payload AS BLOB)) FROM journal"
+        " ORDER BY created_at, sequence"
     ).fetchall():
         if removed >= excess:
             break

@@ -56,9 +56,11 @@ def dumps(value: Any) -> str:
 
 
 def request_hash(method: str, params: Mapping[str, Any]) -> str:
-    """What an idempotency key is bound to: the method and its params (the key itself left out)."""
+    """What an idempotency key is bound to: the method and its params (the key itself left
+    out), whatever order the client wrote the params' keys in."""
     kept = {k: v for k, v in params.items() if k != "idempotency_key"}
-    return hashlib.sha256(dumps([method, kept]).encode()).hexdigest()
+    canonical = json.dumps([method, kept], separators=(",", ":"), sort_keys=True, allow_nan=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +226,9 @@ class Store:
         self.rebuilt = self.ensure_journal()
         #: The journal's payload bytes (kept in memory: this process is the only writer).
         self.journal_bytes = int(
-            self.conn.execute("SELECT coalesce(sum(length(payload)), 0) FROM journal").fetchone()[0]
+            self.conn.execute(
+                "SELECT coalesce(sum(length(CAST(payload AS BLOB))), 0) FROM journal"
+            ).fetchone()[0]
         )
 
     def close(self) -> None:
@@ -322,7 +326,7 @@ class Store:
             logger.warning("journal retention could not trim; will try again", exc_info=True)
 
     def _retain(self, events: list[Event]) -> None:
-        self.journal_bytes += sum(len(ev.payload_json) for ev in events)
+        self.journal_bytes += sum(len(ev.payload_json.encode()) for ev in events)
         last: dict[str, int] = {}
         for ev in events:
             last[ev.group_id] = max(last.get(ev.group_id, 0), ev.sequence)

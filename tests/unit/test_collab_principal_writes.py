@@ -54,6 +54,17 @@ def test_same_key_same_params_is_the_original_answer(world: World) -> None:
     assert world.count("tasks") == tasks and world.deliveries.kicks == kicks
 
 
+def test_same_params_in_another_key_order_are_the_same_request(world: World) -> None:
+    """A retry whose JSON lists the same params (and the same metadata) in another order is
+    the same write: its original answer, not IDEMPOTENCY_CONFLICT."""
+    ids = team_with_bridge(world)
+    params = create_params(ids, metadata={"a": 1, "b": 2})
+    first = world.call("collab.task.create", BRIDGE, **params)
+    reordered = dict(reversed(list(params.items())))
+    reordered["metadata"] = {"b": 2, "a": 1}
+    assert world.call("collab.task.create", BRIDGE, **reordered) == first
+
+
 def test_same_key_other_params_is_a_conflict(world: World) -> None:
     ids = team_with_bridge(world)
     world.call("collab.task.create", BRIDGE, **create_params(ids))

@@ -86,3 +86,21 @@ def test_byte_bound_trims_oldest_first(tmp_path: Path, monkeypatch: pytest.Monke
     kept = sequences(store, "grp_a")
     assert kept[-1] == 30 and kept == list(range(kept[0], 31))
     assert store.floor("grp_a") == kept[0] - 1
+
+
+def test_byte_bound_counts_utf8_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """I2.4: the journal's bound is in bytes, also for text that takes two bytes a character,
+    as written and as counted again when the store opens."""
+    monkeypatch.setattr(journal, "RETAIN_BYTES", 2_000)
+    store = Store(tmp_path)
+    add_group(store, "grp_a")
+    for _ in range(30):
+        with store.write() as tx:
+            ev = tx.event("grp_a", "session.ready", {"pad": "é" * 100})
+            tx.fact("session_events", ev, {"session_id": "ses_grp_a"})
+    query = "SELECT coalesce(sum(length(CAST(payload AS BLOB))), 0) AS n FROM journal"
+    total = store.read(query)[0]["n"]
+    assert total <= 2_000
+    assert store.journal_bytes == total
+    store.close()
+    assert Store(tmp_path).journal_bytes == total
