@@ -18,7 +18,14 @@ from pebrel.client import Client
 from pebrel.integration_client import CREDENTIAL_ENV
 from tests.collab_fixtures import serving
 from tests.conftest import PEBREL, Runtime, wait_for
-from tests.integration_fixtures import Line, add_principal, group, listening, signed_in
+from tests.integration_fixtures import (
+    Line,
+    add_principal,
+    group,
+    listening,
+    signed_in,
+    write_credential,
+)
 
 RETRYABLE = "INTEGRATION_RUNTIME_UNAVAILABLE"
 
@@ -39,17 +46,11 @@ class Bridge:
 
     def cli(self, *args: str, timeout: float = 60) -> tuple[int, dict[str, Any]]:
         """`pebrel collab --principal P ARGS`: its status and its one answer line."""
-        done = subprocess.run(
-            [PEBREL, "collab", "--principal", self.principal, *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
-        assert done.stdout.strip(), (done.returncode, done.stderr)
+        as_principal = Runtime(self.rt.data_dir, self.env)
+        done = as_principal.cli("collab", "--principal", self.principal, *args, timeout=timeout)
+        assert done.stdout.strip(), (done.code, done.stderr)
         line: dict[str, Any] = json.loads(done.stdout)
-        return done.returncode, line
+        return done.code, line
 
     def ack(self, consumer: str, cursor: str) -> tuple[int, dict[str, Any]]:
         return self.cli("events", "ack", cursor, "--consumer", consumer)
@@ -64,10 +65,7 @@ def bridge(rt: Runtime, tmp_path: Path, name: str = "bridge", group_name: str = 
     listening(rt)
     group_id = group(rt, group_name)
     token = add_principal(rt, group_id, name)
-    path = tmp_path / f"{name}.credential.json"
-    body = {"principal": name, "token": token, "protocol": "pebrel.integration", "version": 1}
-    path.write_text(json.dumps(body))
-    path.chmod(0o600)
+    path = write_credential(tmp_path / f"{name}.credential.json", name, token)
     return Bridge(rt, group_id, name, token, path)
 
 

@@ -25,6 +25,7 @@ import pytest
 
 import pebrel
 from pebrel import integration_wire as wire
+from pebrel.integration_client import CREDENTIAL_ENV as CRED_ENV
 from tests.agent_fixtures import fake_agents_env
 from tests.collab_fixtures import collab, serving
 from tests.conftest import PEBREL, Runtime, base_env, started_runtime, wait_for
@@ -38,7 +39,6 @@ from tests.integration_fixtures import (
 
 pytestmark = pytest.mark.timeout(120)
 
-CRED_ENV = "PEBREL_INTEGRATION_CREDENTIAL_FILE"
 TOKEN = "tok-" + "s3cr3t" * 8
 
 
@@ -108,7 +108,6 @@ def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 def env_for(tmp_path: Path, credential: Path | None) -> dict[str, str]:
     env = base_env(tmp_path)
-    env.pop(CRED_ENV, None)
     if credential is not None:
         env[CRED_ENV] = str(credential)
     return env

@@ -285,7 +285,7 @@ def injected_runtime(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
         yield rt
 
 
-@pytest.mark.parametrize("injected_runtime", ["integration_short_hello"], indirect=True)
+@pytest.mark.parametrize("injected_runtime", ["short_auth_deadline"], indirect=True)
 def test_no_hello_within_the_deadline_is_an_error_line_and_a_close(
     injected_runtime: Runtime,
 ) -> None:
@@ -306,7 +306,7 @@ def test_no_hello_within_the_deadline_is_an_error_line_and_a_close(
             assert line.call(attempt, "task.list")["ok"] is True
 
 
-@pytest.mark.parametrize("injected_runtime", ["integration_few_connections"], indirect=True)
+@pytest.mark.parametrize("injected_runtime", ["few_connections"], indirect=True)
 def test_unauthenticated_connections_are_bounded_in_number(injected_runtime: Runtime) -> None:
     """At most half the cap (4 of 8 here) wait for their hello: past it the oldest is closed,
     so idle sockets never lock a principal out; past the cap a connection is closed at once."""

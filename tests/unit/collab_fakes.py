@@ -114,16 +114,6 @@ class FakeTerminal:
         return {**record, "status": "active", "window_id": 1, "pane_id": pane["pane_id"]}
 
 
-class Kicks:
-    """`Deliveries` for handler tests: counts kicks, knows no waiting reasons."""
-
-    def __init__(self) -> None:
-        self.kicks = 0
-
-    def kick(self) -> None:
-        self.kicks += 1
-
-
 def refused(code: ErrorCode, written: bool = False) -> PebrelError:
     return PebrelError(code, f"refused: {code}", {"written": written, "submitted": False})
 

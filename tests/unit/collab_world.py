@@ -154,6 +154,28 @@ class World:
         ]
 
 
+def team_and_other(world: World) -> dict[str, str]:
+    """Group `team` with alice (pane 1, assignee of task T, with a comment on it) and bob
+    (pane 2); carol (pane 3) in group `other`. The ids by name (the rights tables' world)."""
+    team = world.group("team")
+    other = world.group("other")
+    ids = {
+        "team": team,
+        "other": other,
+        "alice": world.session("alice", 1, team),
+        "bob": world.session("bob", 2, team),
+        "carol": world.session("carol", 3, other),
+    }
+    created = world.call(
+        "collab.task.create", group=team, title="T", content="c", assignee=ids["alice"]
+    )
+    ids["task"] = created["task"]["task_id"]
+    ids["attempt"] = created["attempt_id"]
+    ids["message"] = created["message_id"]
+    ids["comment"] = world.call("collab.task.comment", task=ids["task"], content="?")["event_id"]
+    return ids
+
+
 def make_world(data_dir: Path) -> Iterator[World]:
     """For each test file's `world` fixture: a fresh world, its database closed after."""
     w = World(data_dir)

@@ -18,7 +18,7 @@ import pytest
 
 from pebrel.collab import policy, rights
 from pebrel.errors import CollabCode
-from tests.unit.collab_world import World, make_world
+from tests.unit.collab_world import World, make_world, team_and_other
 from tests.unit.principal_world import ALL, as_principal, create
 
 pytestmark = pytest.mark.timeout(60)
@@ -33,22 +33,8 @@ def world(tmp_path: Path) -> Iterator[World]:
 
 
 def setup(world: World) -> dict[str, str]:
-    team = world.group("team")
-    other = world.group("other")
-    ids = {
-        "team": team,
-        "other": other,
-        "alice": world.session("alice", 1, team),
-        "bob": world.session("bob", 2, team),
-        "carol": world.session("carol", 3, other),
-    }
-    created = world.call(
-        "collab.task.create", group=team, title="T", content="c", assignee=ids["alice"]
-    )
-    ids["task"] = created["task"]["task_id"]
-    ids["attempt"] = created["attempt_id"]
-    ids["message"] = created["message_id"]
-    ids["comment"] = world.call("collab.task.comment", task=ids["task"], content="?")["event_id"]
+    ids = team_and_other(world)
+    team, other = ids["team"], ids["other"]
     ids["decision"] = world.call(
         "collab.task.question", task=ids["task"], content="which?", session=ids["alice"]
     )["decision_id"]

@@ -22,7 +22,6 @@ from pebrel.errors import CollabCode, CollabError, ErrorCode
 from tests.conftest import wait_for_async
 from tests.unit.collab_fakes import (
     FakeTerminal,
-    Kicks,
     add_group,
     add_session,
     agent,
@@ -31,10 +30,9 @@ from tests.unit.collab_fakes import (
     snapshot,
     stages,
 )
+from tests.unit.collab_world import USER, RecordingDeliveries
 
 pytestmark = pytest.mark.timeout(30)
-
-USER = {"kind": "user"}
 
 
 @pytest.fixture
@@ -55,7 +53,13 @@ async def aget(
     deliveries: Any = None,
 ) -> dict[str, Any]:
     """collab.message.get's `message`, as ``caller`` acting as ``actor``."""
-    ctx = Ctx(store, FakeTerminal(), deliveries or Kicks(), caller or USER, actor or Actor("user"))
+    ctx = Ctx(
+        store,
+        FakeTerminal(),
+        deliveries or RecordingDeliveries(),
+        caller or USER,
+        actor or Actor("user"),
+    )
     result = await HANDLERS["collab.message.get"](ctx, {"message": message_id})
     message: dict[str, Any] = result["message"]
     return message

@@ -16,7 +16,7 @@ import pytest
 
 from pebrel.collab import rights
 from pebrel.errors import CollabCode
-from tests.unit.collab_world import USER, World, make_world, pane_caller
+from tests.unit.collab_world import USER, World, make_world, pane_caller, team_and_other
 
 UNKNOWN: dict[str, Any] = {"kind": "unknown"}
 P1, P2, P9 = pane_caller(1, 1), pane_caller(1, 2), pane_caller(1, 9)
@@ -28,26 +28,6 @@ def world(tmp_path: Path) -> Iterator[World]:
     yield from make_world(tmp_path)
 
 
-def setup(world: World) -> dict[str, str]:
-    team = world.group("team")
-    other = world.group("other")
-    ids = {
-        "team": team,
-        "other": other,
-        "alice": world.session("alice", 1, team),
-        "bob": world.session("bob", 2, team),
-        "carol": world.session("carol", 3, other),
-    }
-    created = world.call(
-        "collab.task.create", group=team, title="T", content="c", assignee=ids["alice"]
-    )
-    ids["task"] = created["task"]["task_id"]
-    ids["attempt"] = created["attempt_id"]
-    ids["message"] = created["message_id"]
-    ids["comment"] = world.call("collab.task.comment", task=ids["task"], content="?")["event_id"]
-    return ids
-
-
 #: Where the P1 and P9 callers are (capabilities reports a pane caller's pane).
 AT1 = {k: v for k, v in P1.items() if k != "kind"}
 AT9 = {k: v for k, v in P9.items() if k != "kind"}
@@ -56,7 +36,7 @@ AT9 = {k: v for k, v in P9.items() if k != "kind"}
 class Actor(NamedTuple):
     id: str
     caller: dict[str, Any]
-    session: str | None  # a name from setup(), or a literal id
+    session: str | None  # a name from team_and_other(), or a literal id
     expected: dict[str, Any] | CollabCode  # the capabilities caller, or the refusal
 
 
@@ -83,7 +63,7 @@ def named(ids: dict[str, str], value: Any) -> Any:
 @pytest.mark.parametrize("row", ACTORS, ids=[r.id for r in ACTORS])
 def test_actor_resolution(world: World, row: Actor) -> None:
     """Who a request acts as, from its caller and its `session` param (#16 item 2)."""
-    ids = setup(world)
+    ids = team_and_other(world)
     params = {} if row.session is None else {"session": named(ids, row.session)}
     if isinstance(row.expected, CollabCode):
         world.fails(row.expected, "collab.capabilities", row.caller, **params)
@@ -96,7 +76,7 @@ def test_actor_resolution(world: World, row: Actor) -> None:
 def test_pane_of_an_exited_agent_binds_no_session(world: World) -> None:
     """A pane caller acts as the session online in its pane; once that agent exited, the pane
     has no session (never matched by pane numbers alone)."""
-    ids = setup(world)
+    ids = team_and_other(world)
     world.terminal.agents["alice"]["status"] = "exited"
     assert world.call("collab.capabilities", P1)["caller"] == {"kind": "pane", **AT1}
     world.fails(DENIED, "collab.task.report", P1, task=ids["task"], status="ack")
@@ -109,7 +89,7 @@ class Verb(NamedTuple):
     method: str
     caller: dict[str, Any]
     session: str | None
-    params: dict[str, Any]  # values naming setup() ids are replaced
+    params: dict[str, Any]  # values naming team_and_other() ids are replaced
     expected: CollabCode | None  # None: allowed and done
 
 
@@ -385,7 +365,7 @@ VERBS = [
 @pytest.mark.parametrize("row", VERBS, ids=[r.id for r in VERBS])
 def test_verb_rights(world: World, row: Verb) -> None:
     """Each verb for each kind of actor (spec "任务与权限"; #16 items 2-3)."""
-    ids = setup(world)
+    ids = team_and_other(world)
     params = {k: named(ids, v) for k, v in row.params.items()}
     if row.session is not None:
         params["session"] = named(ids, row.session)
