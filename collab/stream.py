@@ -142,8 +142,12 @@ class Stream:
                     next_beat = now + HEARTBEAT_S
                     timer.cancel()
                     timer = loop.call_at(next_beat, self.wake.set)
-                if self.sent < sent_before + len(batch) or len(batch) == BATCH:
-                    await asyncio.sleep(0)  # more to send: let the others run first
+                if (
+                    self.sent < sent_before + len(batch)
+                    or len(batch) == BATCH
+                    or self.sink.buffered() > SLOW_BYTES
+                ):  # more to send, or a receiver to watch drain: let the others run first
+                    await asyncio.sleep(0)
                     continue
                 await self.wake.wait()  # caught up (a commit since the read set it again)
         finally:
@@ -323,6 +327,15 @@ class Hub:
         if stream.ended:
             return
         self.forget(stream)
+        if error is not None:
+            logger.info(
+                "event stream ended",
+                extra={
+                    "principal": stream.consumer.principal_id,
+                    "consumer": stream.consumer.name,
+                    "code": str(error.code),
+                },
+            )
         stream.sink.end(error)
 
     def disconnected(self, sink: Sink) -> None:

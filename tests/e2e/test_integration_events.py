@@ -158,6 +158,10 @@ def test_a_slow_receiver_is_cut_and_stalls_no_one(tmp_path: Path) -> None:
             quick.wait("every event", lambda s: len(s.events()) == 600, 60)
             assert sequences(quick.events()) == list(range(1, 601))
             assert not quick.of("error")
+            # Read the stuck receiver only once the service has cut it: read earlier, within
+            # the grace time, it would drain and never be slow.
+            log = rt.data_dir / "runtime.log"
+            wait_for(lambda: "code='EVENT_CONSUMER_SLOW'" in log.read_text(), 30, "the cut")
             lines = []
             while True:
                 line = stuck.read()

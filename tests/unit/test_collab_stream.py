@@ -207,6 +207,27 @@ def test_a_slow_consumer_ends_and_never_stalls_the_others(
     run(body)
 
 
+def test_a_caught_up_consumer_that_stops_reading_is_cut_as_slow(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream that sent every event but whose receiver left them unread past the bound is
+    cut after the grace time, with no later commit or heartbeat needed to notice it."""
+    monkeypatch.setattr(stream, "SLOW_BYTES", 10)
+    monkeypatch.setattr(stream, "SLOW_GRACE_S", 0.3)
+    grp = world.group()
+    bot = add_principal(world.store, "bot", grp)
+
+    async def body() -> None:
+        sink = FakeSink(stuck=True)
+        await world.service.subscribe(bot, {"consumer": "main"}, sink)
+        await tasks(world.service, grp, 1)  # its one event takes the stream past the bound
+        await wait_for_async(lambda: sink.closed, 5, "the stream to end")
+        assert sink.error is not None and sink.error.code == C.EVENT_CONSUMER_SLOW
+        assert sink.sequences() == [1]
+
+    run(body)
+
+
 def test_a_stream_whose_next_event_was_trimmed_ends_with_a_gap(
     world: World, small_retention: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
