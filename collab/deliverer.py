@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import unicodedata
 from collections.abc import Mapping
@@ -242,7 +243,10 @@ class Deliverer:
             wake.set()
             return
         self._wake[session_id] = asyncio.Event()
-        task = asyncio.get_running_loop().create_task(self._run(session_id))
+        # Its own context: not the request's that kicked it (its reads must see only commits).
+        task = asyncio.get_running_loop().create_task(
+            self._run(session_id), context=contextvars.Context()
+        )
         self._workers[session_id] = task
 
     async def _run(self, session_id: str) -> None:

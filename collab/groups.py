@@ -51,7 +51,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         w.tx.insert("groups", row)
         return {"group": record(w.tx, row)}
 
-    return writes.perform(ctx, "collab.group.create", params, body)
+    return await writes.perform(ctx, "collab.group.create", params, body)
 
 
 async def list_groups(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +96,7 @@ async def add(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         sessions.append_event(w.tx, refs.session(w.tx, str(session["id"])), snapshot)
         return {"group": record(w.tx, group)}
 
-    return writes.perform(ctx, "collab.group.add", params, body)
+    return await writes.perform(ctx, "collab.group.add", params, body)
 
 
 async def remove(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -124,7 +124,7 @@ async def remove(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         )
         return {"group": record(w.tx, group)}
 
-    return writes.perform(ctx, "collab.group.remove", params, body)
+    return await writes.perform(ctx, "collab.group.remove", params, body)
 
 
 HANDLERS: Final[dict[str, Handler]] = {

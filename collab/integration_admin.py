@@ -125,7 +125,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         change(w.tx, principal_id, "create", checked)
         return {"principal": record(existing(w.tx, principal_id))}
 
-    return writes.perform(ctx, "collab.integration.create", params, body)
+    return await writes.perform(ctx, "collab.integration.create", params, body)
 
 
 async def update(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -153,7 +153,7 @@ async def update(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         change(w.tx, principal_id, "update", checked)
         return {"principal": record(existing(w.tx, principal_id))}
 
-    return writes.perform(ctx, "collab.integration.update", params, body)
+    return await writes.perform(ctx, "collab.integration.update", params, body)
 
 
 async def revoke(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +169,7 @@ async def revoke(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             change(w.tx, principal_id, "revoke", None)
         return {"principal": record(existing(w.tx, principal_id))}
 
-    return writes.perform(ctx, "collab.integration.revoke", params, body)
+    return await writes.perform(ctx, "collab.integration.revoke", params, body)
 
 
 def history(db: Store | Tx, principal_id: str) -> list[dict[str, Any]]:

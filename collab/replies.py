@@ -65,7 +65,7 @@ async def reply(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         )
         return {**done, **base, "kind": "respond"}
 
-    return perform(ctx, "collab.reply", params, body)
+    return await perform(ctx, "collab.reply", params, body)
 
 
 HANDLERS: Final[dict[str, Handler]] = {"collab.reply": reply}

@@ -164,7 +164,7 @@ async def register(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             append_event(w.tx, row, snapshot)
         return {"session": record(row, snapshot)}
 
-    return writes.perform(ctx, "collab.session.register", params, body)
+    return await writes.perform(ctx, "collab.session.register", params, body)
 
 
 async def get(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:

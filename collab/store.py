@@ -11,13 +11,23 @@ its references and its payload. The journal is therefore a projection: if its ta
 or damaged it is refilled from the fact tables (`rebuild_journal`) with the same ids and
 sequences, above the stored retention floor so a rebuild never brings trimmed events back.
 
+**Group commit.** A request's write (`Store.joined`, used by collab/writes.py) runs in a
+SAVEPOINT of one transaction shared by every write of the loop's turn; that transaction commits
+(one fsync) on the loop's next turn, and each write is answered only after it (`Store.settled`).
+A commit that fails rolls the whole batch back and fails each of its writes as retryable. Until
+it commits, nothing outside a request sees the batch: `Store.read` and `Store.write` from
+anything but a request (the delivery engine, the event streams, retention) commit the open
+batch first, and a request's answer waits for the batch its reads saw (collab/service.py).
+
 This module is the only one that opens the database; a later server-backed store would be a
 second implementation of `Store`, not a rewrite of the domain modules.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import hashlib
 import json
 import logging
@@ -39,6 +49,13 @@ logger = logging.getLogger(__name__)
 DB_DIR: Final = "collab"
 DB_FILE: Final = "collab.db"
 SCHEMA_VERSION: Final = 1
+
+
+#: Set (by collab/service.py) while a request is being handled: its reads may see the open
+#: batch, because its answer waits for that batch's commit. Anything else commits it first.
+IN_REQUEST: Final[contextvars.ContextVar[bool]] = contextvars.ContextVar(
+    "collab_in_request", default=False
+)
 
 
 def now_ms() -> int:
@@ -196,6 +213,15 @@ class Tx:
         )
 
 
+class Batch:
+    """The open shared transaction: the events its writes appended, and its outcome."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.events: list[Event] = []
+        #: True once committed, False once rolled back (every write in it failed).
+        self.done: asyncio.Future[bool] = loop.create_future()
+
+
 class Store:
     """The open database. One connection, used from the collab service's loop thread only."""
 
@@ -220,6 +246,10 @@ class Store:
             (str(SCHEMA_VERSION),),
         )
         self.floors: dict[str, int] = {}
+        #: The open group-commit batch, if any; batches that failed; a `joined` block running.
+        self.batch: Batch | None = None
+        self.failures = 0
+        self.in_write = False
         #: Called with a transaction's events after it committed (collab/stream.py wakes the
         #: event streams of their groups); a failing hook is logged, never the write's failure.
         self.committed: list[Callable[[list[Event]], None]] = []
@@ -232,6 +262,7 @@ class Store:
         )
 
     def close(self) -> None:
+        self.flush()
         self.conn.close()
 
     def add_columns(self) -> None:
@@ -243,7 +274,13 @@ class Store:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Tx]:
-        """A write transaction; committed (durably: synchronous=FULL) when the block ends."""
+        """A write transaction; committed (durably: synchronous=FULL) when the block ends.
+
+        An open batch is committed first, so this transaction is alone and durable at once
+        (the delivery engine commits `writing` before it types: I3)."""
+        if self.in_write:
+            raise RuntimeError("a write inside a write")
+        self.flush()
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -272,7 +309,79 @@ class Store:
                 logger.exception("a post-commit hook failed")
 
     def read(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        """Rows as committed; a request (`IN_REQUEST`) also sees the open batch."""
+        if self.batch is not None and not self.in_write and not IN_REQUEST.get():
+            self.flush()
         return read_rows(self.conn, sql, args)
+
+    # -- group commit -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def joined(self) -> Iterator[Tx]:
+        """One write in the open batch (opened if none): a SAVEPOINT, undone alone if the
+        block raises. Durable only once `settled` returns."""
+        if self.in_write:
+            raise RuntimeError("a write inside a write")
+        batch = self.batch
+        if batch is None:
+            loop = asyncio.get_running_loop()
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise storage_error(exc) from exc
+            batch = self.batch = Batch(loop)
+            loop.call_soon(self.flush, batch)
+        tx = Tx(self.conn)
+        self.conn.execute("SAVEPOINT w")
+        self.in_write = True
+        try:
+            yield tx
+        except BaseException:
+            self.conn.execute("ROLLBACK TO w")
+            self.conn.execute("RELEASE w")
+            raise
+        else:
+            self.conn.execute("RELEASE w")
+            batch.events.extend(tx.events)
+        finally:
+            self.in_write = False
+
+    def flush(self, batch: Batch | None = None) -> None:
+        """Commit the open batch (if it is ``batch``, when given) and tell its writers."""
+        open_batch = self.batch
+        if open_batch is None or (batch is not None and batch is not open_batch):
+            return
+        self.batch = None
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.Error:
+            logger.warning("a batch of collab writes could not commit", exc_info=True)
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("ROLLBACK")
+            self.failures += 1
+            open_batch.done.set_result(False)
+            return
+        open_batch.done.set_result(True)
+        if open_batch.events:
+            self.retain(open_batch.events)
+            self.announce(open_batch.events)
+
+    def epoch(self) -> int:
+        """How many batches failed so far (`settled` compares it)."""
+        return self.failures
+
+    async def settled(self, since: int) -> None:
+        """Return once everything a request read or wrote is durable.
+
+        ``since`` is `epoch()` when the request began: if a batch failed since, what it saw
+        may never have been stored, and it fails as retryable."""
+        batch = self.batch
+        if batch is not None:
+            await asyncio.shield(batch.done)
+        if self.failures != since:
+            raise CollabError(
+                CollabCode.COLLAB_STORAGE_UNAVAILABLE,
+                "the collab database could not commit this request's batch",
+            )
 
     # -- the journal as a projection (I2.6) ---------------------------------------------------
     def ensure_journal(self) -> int:

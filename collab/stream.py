@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import sqlite3
 from dataclasses import dataclass
@@ -95,7 +96,10 @@ class Stream:
         self.ended = False
 
     def start(self) -> None:
-        self.task = asyncio.get_running_loop().create_task(self.run())
+        # Its own context: a stream reads only committed events (collab/store.py).
+        self.task = asyncio.get_running_loop().create_task(
+            self.run(), context=contextvars.Context()
+        )
 
     async def run(self) -> None:
         try:

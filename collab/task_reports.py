@@ -185,7 +185,7 @@ async def question(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         update(w, str(task["id"]))
         return {"task_id": task["id"], "event_id": ev.event_id, "decision_id": decision_id}
 
-    return perform(ctx, "collab.task.question", params, body)
+    return await perform(ctx, "collab.task.question", params, body)
 
 
 async def respond(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -197,7 +197,7 @@ async def respond(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     def body(w: Write) -> dict[str, Any]:
         return do_respond(w, member_task(w, ref), attempt_ref, to_event, content)
 
-    return perform(ctx, "collab.task.respond", params, body)
+    return await perform(ctx, "collab.task.respond", params, body)
 
 
 async def report(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -211,7 +211,7 @@ async def report(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         task = member_task(w, ref)
         return do_report(w, task, status, attempt_ref, content, summary, params.get("evidence"))
 
-    return perform(ctx, "collab.task.report", params, body)
+    return await perform(ctx, "collab.task.report", params, body)
 
 
 async def submit_plan(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -226,7 +226,7 @@ async def submit_plan(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         ev = append(w, task, "submit-plan", attempt_id=str(attempt["id"]), content=content)
         return {"task_id": task["id"], "event_id": ev.event_id}
 
-    return perform(ctx, "collab.task.submit_plan", params, body)
+    return await perform(ctx, "collab.task.submit_plan", params, body)
 
 
 HANDLERS: Final[dict[str, Handler]] = {

@@ -133,7 +133,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             result.update({k: v for k, v in assigned.items() if k != "event_id"})
         return {"task": summary_of(task, assignee), **result}
 
-    return perform(ctx, "collab.task.create", params, body)
+    return await perform(ctx, "collab.task.create", params, body)
 
 
 async def assign(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -148,7 +148,7 @@ async def assign(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         task, assigned = assign_to(w, next_revision(w, task), assignee, said)
         return {"task": summary_of(task, assignee), **assigned}
 
-    return perform(ctx, "collab.task.assign", params, body)
+    return await perform(ctx, "collab.task.assign", params, body)
 
 
 async def comment(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -186,7 +186,7 @@ async def comment(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             "delivery_id": queued.delivery_id,
         }
 
-    return perform(ctx, "collab.task.comment", params, body)
+    return await perform(ctx, "collab.task.comment", params, body)
 
 
 async def revise(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -221,7 +221,7 @@ async def revise(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         assignee = str(attempt["assignee_session"]) if attempt is not None else None
         return {"task": summary_of(task, assignee), **result}
 
-    return perform(ctx, "collab.task.revise", params, body)
+    return await perform(ctx, "collab.task.revise", params, body)
 
 
 async def answer(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -292,10 +292,10 @@ async def answer(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             "delivery_id": queued.delivery_id,
         }
 
-    return perform(ctx, "collab.task.answer", params, body)
+    return await perform(ctx, "collab.task.answer", params, body)
 
 
-def change_status(
+async def change_status(
     ctx: Ctx,
     params: dict[str, Any],
     method: str,
@@ -313,16 +313,16 @@ def change_status(
         ev = append(w, task, kind, attempt_id=task["current_attempt_id"], status=task["status"])
         return {"task": summary(w.tx, task), "event_id": ev.event_id}
 
-    return perform(ctx, method, params, body)
+    return await perform(ctx, method, params, body)
 
 
 async def close(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
-    return change_status(ctx, params, "collab.task.close", "close", LIVE, lambda task: CLOSED)
+    return await change_status(ctx, params, "collab.task.close", "close", LIVE, lambda task: CLOSED)
 
 
 async def reopen(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     """Back to open, or to accepted when it was closed with an accepted result."""
-    return change_status(
+    return await change_status(
         ctx,
         params,
         "collab.task.reopen",
@@ -348,7 +348,7 @@ async def approve_plan(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         ev = append(w, task, "approve-plan", attempt_id=task["current_attempt_id"])
         return {"task_id": task["id"], "event_id": ev.event_id}
 
-    return perform(ctx, "collab.task.approve_plan", params, body)
+    return await perform(ctx, "collab.task.approve_plan", params, body)
 
 
 async def accept(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -379,7 +379,7 @@ async def accept(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         )
         return {"task_id": task["id"], "event_id": ev.event_id, "artifact_id": artifact["id"]}
 
-    return perform(ctx, "collab.task.accept", params, body)
+    return await perform(ctx, "collab.task.accept", params, body)
 
 
 HANDLERS: Final[dict[str, Handler]] = {

@@ -1,6 +1,8 @@
 """One write request: its transaction, its idempotency key, and the delivery kick (I3.1).
 
-Every collab write runs its body inside one `Store.write()` transaction. With an
+Every collab write runs its body as one write of the store's group commit (`Store.joined`:
+a savepoint of the batch shared by the loop's turn) and is answered once the batch committed
+(`Store.settled`). With an
 `idempotency_key` the stored answer of an earlier request with the same key (scoped to the
 actor) is returned instead, or IDEMPOTENCY_CONFLICT for other params; the new answer is stored
 in the same transaction as the facts, so an acknowledged write and its key never part. After
@@ -73,24 +75,28 @@ def replayed(ctx: Ctx, method: str, params: Mapping[str, Any]) -> dict[str, Any]
     return None if earlier is None else dict(earlier)
 
 
-def perform(ctx: Ctx, method: str, params: Mapping[str, Any], body: Body) -> dict[str, Any]:
-    """Run ``body`` as one durable write; its answer (or the remembered one)."""
+async def perform(ctx: Ctx, method: str, params: Mapping[str, Any], body: Body) -> dict[str, Any]:
+    """Run ``body`` as one durable write; its answer (or the remembered one), once committed."""
     key = idempotency_key(params)
     # The key's row: its scope, the key and what it is bound to (hashed once per write).
     row = None if key is None else (ctx.actor.scope, key, keyed(method, params))
+    since = ctx.store.epoch()
+    queued = False
     try:
-        with ctx.store.write() as tx:
-            if row is not None:
-                earlier = tx.replay(*row)
-                if earlier is not None:
-                    return dict(earlier)
-            write = Write(tx, ctx)
-            result = body(write)
-            if row is not None:
-                tx.remember(*row, result)
+        with ctx.store.joined() as tx:
+            earlier = None if row is None else tx.replay(*row)
+            if earlier is not None:
+                result = dict(earlier)
+            else:
+                write = Write(tx, ctx)
+                result = body(write)
+                queued = bool(write.queued)
+                if row is not None:
+                    tx.remember(*row, result)
     except sqlite3.OperationalError as exc:
         # Disk full, I/O error, busy past its timeout: nothing was committed; retryable.
         raise storage_error(exc) from exc
-    if write.queued:
+    await ctx.store.settled(since)
+    if queued:
         ctx.deliveries.kick()
     return result

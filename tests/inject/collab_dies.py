@@ -3,8 +3,9 @@
 The fault switch is a file in the data dir, removed by the service just before it dies, so
 the service the router restarts runs on:
 
-- `collab-die-after-commits` holding N: right after the Nth committed write that appended
-  events since the file appeared (the write is durable, its answer not yet sent);
+- `collab-die-after-commits` holding N: right after the commit that brought the events
+  appended since the file appeared to N or more (one commit holds a whole batch of writes:
+  collab/store.py's group commit; they are durable, their answers not yet sent);
 - `collab-die-before-write`: after a delivery's `writing` stage committed, before the text is
   sent to the runtime (nothing typed);
 - `collab-die-after-write`: after the runtime answered the text's write, before `delivered`
@@ -38,16 +39,16 @@ def install(process: str) -> None:
     from pebrel.collab.store import Event, Store
 
     data_dir = Path(os.environ["PEBREL_DATA_DIR"])
-    commits = 0
+    appended = 0
     retain = Store.retain
 
     def counted(self: Store, events: list[Event]) -> None:
-        nonlocal commits
+        nonlocal appended
         retain(self, events)
         switch = data_dir / AFTER_COMMITS
         if switch.exists():  # counted from when the switch appeared
-            commits += 1
-            if commits >= int(switch.read_text()):
+            appended += len(events)
+            if appended >= int(switch.read_text()):
                 die(switch)
 
     call = RouterTerminal.call

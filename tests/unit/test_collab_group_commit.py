@@ -1,0 +1,143 @@
+"""Group commit in the collab store (collab/store.py, collab/writes.py; I3, #16 item 7, #17 item 8).
+
+Writes handled in the same turn of the loop share one transaction (one fsync); each is
+answered only after it committed; a write that fails is undone alone; a commit that fails fails
+every write of its batch as retryable and stores none of them; nothing outside a request reads
+a batch before it committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pebrel.collab.store import Event, Store
+from pebrel.errors import CollabCode, CollabError
+from tests.unit.collab_world import USER, World, make_world
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    yield from make_world(tmp_path)
+
+
+def commits(store: Store) -> list[str]:
+    """Every COMMIT the store's connection runs from now on."""
+    seen: list[str] = []
+    store.conn.set_trace_callback(lambda sql: seen.append(sql) if sql == "COMMIT" else None)
+    return seen
+
+
+def create(world: World, group: str, title: str) -> Any:
+    return world.service.handle(
+        "collab.task.create", {"group": group, "title": title, "content": "c"}, dict(USER)
+    )
+
+
+async def gathered(*work: Any) -> list[Any]:
+    return list(await asyncio.gather(*work, return_exceptions=True))
+
+
+def test_writes_of_one_turn_share_one_commit(world: World) -> None:
+    group = world.group()
+    seen = commits(world.store)
+    announced: list[list[Event]] = []
+    world.store.committed.append(announced.append)
+    results = asyncio.run(gathered(*(create(world, group, f"t{i}") for i in range(20))))
+    assert all(isinstance(r, dict) for r in results), results
+    assert len(seen) == 1, "20 writes in one turn are one transaction"
+    assert world.count("tasks") == 20
+    # Their events are announced once, after the commit, in sequence order.
+    assert len(announced) == 1
+    assert [ev.sequence for ev in announced[0]] == sorted(ev.sequence for ev in announced[0])
+    assert [ev.event_id for ev in announced[0]] == [e for _, e, _ in world.journal(group)]
+
+
+def test_a_failing_write_is_undone_alone(world: World) -> None:
+    group = world.group()
+    before = world.journal(group)
+    bad = world.service.handle(
+        "collab.task.create", {"group": "grp_00000000000000000000", "title": "x", "content": "c"},
+        dict(USER),
+    )  # fmt: skip
+    results = asyncio.run(gathered(create(world, group, "a"), bad, create(world, group, "b")))
+    assert isinstance(results[1], CollabError)
+    assert results[1].code == CollabCode.GROUP_NOT_FOUND
+    assert isinstance(results[0], dict) and isinstance(results[2], dict)
+    assert sorted(r[0] for r in world.store.read("SELECT title FROM tasks")) == ["a", "b"]
+    kinds = [kind for _, _, kind in world.journal(group)[len(before) :]]
+    assert kinds.count("task.created") == 2
+    # The sequence has no hole where the refused write was.
+    sequences = [s for s, _, _ in world.journal(group)]
+    assert sequences == list(range(1, len(sequences) + 1))
+
+
+def test_a_batch_that_cannot_commit_fails_every_write_and_stores_none(world: World) -> None:
+    """A deferred foreign key, checked at COMMIT, makes the batch's commit fail."""
+    group = world.group()
+    world.session("alice", 1, group)
+    before = world.state()
+    announced: list[list[Event]] = []
+    world.store.committed.append(announced.append)
+
+    async def run() -> list[Any]:
+        both = [asyncio.ensure_future(create(world, group, title)) for title in "ab"]
+        await asyncio.sleep(0)  # both writes ran in the open batch
+        assert world.store.batch is not None
+        assert world.store.conn.execute("SELECT count(*) FROM tasks").fetchone()[0] == 2
+        world.store.conn.execute("PRAGMA defer_foreign_keys=ON")
+        world.store.conn.execute("UPDATE sessions SET group_id = 'grp_gone'")
+        return await gathered(*both)
+
+    results = asyncio.run(run())
+    for result in results:
+        assert isinstance(result, CollabError), result
+        assert result.code == CollabCode.COLLAB_STORAGE_UNAVAILABLE
+        assert result.details["retryable"] is True
+    assert world.state() == before
+    assert announced == []
+    # The store works again after it.
+    assert asyncio.run(create(world, group, "c"))["task"]["title"] == "c"
+
+
+def test_outside_a_request_a_read_commits_the_open_batch_first(world: World) -> None:
+    group = world.group()
+    seen = commits(world.store)
+
+    async def run() -> tuple[list[Any], list[Any]]:
+        write = asyncio.ensure_future(create(world, group, "a"))
+        await asyncio.sleep(0)
+        assert world.store.batch is not None and seen == []
+        # The delivery engine or an event stream reading now: the batch commits first.
+        rows = world.store.read("SELECT title FROM tasks")
+        assert world.store.batch is None and seen == ["COMMIT"]
+        return [tuple(r) for r in rows], [await write]
+
+    rows, answers = asyncio.run(run())
+    assert rows == [("a",)]
+    assert answers[0]["task"]["title"] == "a"
+    assert seen == ["COMMIT"], "the scheduled commit found nothing left to do"
+
+
+def test_a_read_in_a_request_waits_for_the_batch_it_saw(world: World) -> None:
+    group = world.group()
+
+    async def run() -> None:
+        write = asyncio.ensure_future(create(world, group, "a"))
+        await asyncio.sleep(0)
+        batch = world.store.batch
+        assert batch is not None
+        task_id = world.store.conn.execute("SELECT id FROM tasks").fetchone()[0]
+        read = await world.service.handle("collab.task.get", {"task": task_id}, dict(USER))
+        # The answer came only after the batch holding the task committed.
+        assert batch.done.done() and batch.done.result() is True
+        assert read["task"]["title"] == "a"
+        await write
+
+    asyncio.run(run())
