@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any, Final
 
-from pebrel.collab import policy, refs, writes
+from pebrel.collab import policy, principals, refs, writes
 from pebrel.collab.handler import Ctx, Handler
 from pebrel.collab.principals import Principal, find
 from pebrel.collab.store import Store, Tx, dumps
@@ -99,6 +99,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         )
 
     def body(w: writes.Write) -> dict[str, Any]:
+        principals.changed(w.ctx.store)
         checked = checked_policy(w.tx, params)
         principal_id = str(checked["id"])
         earlier = find(w.tx, principal_id)
@@ -130,6 +131,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
 
 async def update(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     def body(w: writes.Write) -> dict[str, Any]:
+        principals.changed(w.ctx.store)
         checked = policy.check(params.get("policy"))
         principal_id = str(checked["id"])
         found = existing(w.tx, principal_id)
@@ -160,6 +162,7 @@ async def revoke(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     principal_id = refs.text(params, "id")
 
     def body(w: writes.Write) -> dict[str, Any]:
+        principals.changed(w.ctx.store)
         found = existing(w.tx, principal_id)
         if found.revoked_at is None:
             w.tx.execute(

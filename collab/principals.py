@@ -50,6 +50,12 @@ def find(db: Store | Tx, principal_id: str) -> Principal | None:
     return None if row is None else Principal.from_row(row)
 
 
+def changed(store: Store) -> None:
+    """A principal is being created, updated or revoked: forget the kept ones (`current`)."""
+    for key in [k for k in store.memo if k[0] == "principal"]:
+        del store.memo[key]
+
+
 def unauthorized() -> CollabError:
     """One answer for an unknown principal and a wrong token (no oracle for ids)."""
     return CollabError(
@@ -81,10 +87,19 @@ def authenticate(store: Store, principal_id: object, token: object) -> Principal
     return found
 
 
-def current(store: Store | Tx, principal_id: str) -> Principal:
+def current(store: Store, principal_id: str) -> Principal:
     """The principal as it is now, for each request on an open connection: a revoke between
-    two requests refuses the second (I1.4)."""
-    found = find(store, principal_id)
+    two requests refuses the second (I1.4).
+
+    Kept in `Store.memo` (per request it is the one lookup every principal makes); the
+    writes that change principals (collab/integration_admin.py) call `changed` in their
+    transaction, and a batch that fails to commit empties the memo."""
+    key = ("principal", principal_id)
+    found = store.memo.get(key)
+    if found is None:
+        found = find(store, principal_id)
+        if found is not None:
+            store.memo[key] = found
     if found is None:
         raise unauthorized()
     if found.revoked_at is not None:

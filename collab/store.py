@@ -250,6 +250,9 @@ class Store:
         self.batch: Batch | None = None
         self.failures = 0
         self.in_write = False
+        #: Values derived from rows and kept between requests by the modules that own the
+        #: rows (collab/principals.py); their writers drop them, and so does a failed batch.
+        self.memo: dict[tuple[str, str], Any] = {}
         #: Called with a transaction's events after it committed (collab/stream.py wakes the
         #: event streams of their groups); a failing hook is logged, never the write's failure.
         self.committed: list[Callable[[list[Event]], None]] = []
@@ -358,6 +361,7 @@ class Store:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("ROLLBACK")
             self.failures += 1
+            self.memo.clear()
             open_batch.done.set_result(False)
             return
         open_batch.done.set_result(True)

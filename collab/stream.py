@@ -298,6 +298,11 @@ class Hub:
         """After a commit (collab/store.py): cache the new events, wake their groups' streams."""
         groups: set[str] = set()
         for ev in events:
+            if ev.group_id not in self.by_group:
+                # No live stream in the group: nothing to wake, nothing worth encoding (a
+                # stream that starts later reads the journal, then caches from there).
+                self.cache.pop(ev.group_id, None)
+                continue
             groups.add(ev.group_id)
             cached = self.cache.setdefault(ev.group_id, [])
             if cached and int(cached[-1]["sequence"]) + 1 != ev.sequence:

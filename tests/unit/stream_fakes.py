@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pebrel.collab import principals
 from pebrel.collab.service import Service
 from pebrel.collab.store import Store, dumps
 from pebrel.errors import CollabCode, CollabError
@@ -96,6 +97,7 @@ def add_principal(
 
 
 def revoke_row(store: Store, principal_id: str) -> None:
+    principals.changed(store)  # as collab/integration_admin.py's writes do
     with store.write() as tx:
         tx.execute("UPDATE principals SET revoked_at = ? WHERE id = ?", (tx.now, principal_id))
 

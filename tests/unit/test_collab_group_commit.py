@@ -141,3 +141,28 @@ def test_a_read_in_a_request_waits_for_the_batch_it_saw(world: World) -> None:
         await write
 
     asyncio.run(run())
+
+
+def test_a_revoke_refuses_a_request_of_the_same_turn_after_it(world: World) -> None:
+    """Principals are kept between requests (collab/principals.py `current`); a revoke in an
+    open batch drops the kept one, so a later request in that batch is already refused."""
+    group = world.group()
+    policy = {"id": "bridge", "groupId": group, "permissions": ["task.create"],
+              "launchProfiles": []}  # fmt: skip
+    world.call("collab.integration.create", policy=policy, token_sha256="0" * 64)
+    bridge = {"kind": "principal", "principal_id": "bridge"}
+    params = {"group": group, "title": "t", "content": "c"}
+    first = world.call("collab.task.create", bridge, **params, idempotency_key="k1")
+    assert first["task"]["title"] == "t"
+
+    async def run() -> list[Any]:
+        revoke = world.service.handle("collab.integration.revoke", {"id": "bridge"}, USER)
+        later = world.service.handle(
+            "collab.task.create", {**params, "idempotency_key": "k2"}, bridge
+        )
+        return await gathered(revoke, later)
+
+    revoked, later = asyncio.run(run())
+    assert isinstance(revoked, dict), revoked
+    assert isinstance(later, CollabError) and later.code == CollabCode.INTEGRATION_REVOKED
+    assert world.count("tasks") == 1
