@@ -174,6 +174,15 @@ def resolve_principal(
             method=method,
             session=params.get("session"),
         )
+    group_ref = params.get("group")
+    if isinstance(group_ref, str) and not own_group(store, found, group_ref):
+        # Refused whether or not such a group exists, and without its id: no oracle for the
+        # names of other groups.
+        raise denied(
+            "this integration identity acts only in its own group",
+            principal=found.id,
+            group=group_ref,
+        )
     if method in PRINCIPAL_WRITES and params.get("idempotency_key") is None:
         raise CollabError(
             CollabCode.INVALID_ARGUMENT,
@@ -182,6 +191,14 @@ def resolve_principal(
             {"param": "idempotency_key", "method": method},
         )
     return Actor("principal", principal_id=found.id, group_id=found.group_id)
+
+
+def own_group(store: Store, principal: principals.Principal, ref: str) -> bool:
+    """Whether a `group` param (an id or a name) names the principal's own group."""
+    if ref == principal.group_id:
+        return True
+    row = refs.one(store, "SELECT name FROM groups WHERE id = ?", (principal.group_id,))
+    return row is not None and ref == row["name"]
 
 
 def pane_session(
@@ -313,7 +330,6 @@ def require_member(db: Store | Tx, actor: Actor, group_id: str) -> None:
             raise denied(
                 "this integration identity acts only in its own group",
                 principal=actor.principal_id,
-                group_id=group_id,
             )
         raise denied(
             "this session is not a member of the task's group",

@@ -235,6 +235,21 @@ def test_a_principal_lists_its_own_group_s_tasks_only(world: World) -> None:
     )
 
 
+def test_another_group_is_refused_alike_whether_it_exists_or_not(world: World) -> None:
+    """No oracle: a principal naming another group (by name or id) or a group that does not
+    exist hears the same refusal, which never carries the other group's id."""
+    ids = setup(world)
+    answers = []
+    for ref in ("other", ids["other"], "no-such-group", "grp_00000000000000000000"):
+        error = world.fails(DENIED, "collab.task.list", FULL, group=ref)
+        assert ids["other"] not in repr(error.to_wire()) or ref == ids["other"]
+        answers.append((error.message, {k: v for k, v in error.details.items() if k != "group"}))
+    assert all(answer == answers[0] for answer in answers)
+    # Its own group, by name or by id, still works.
+    for ref in ("team", ids["team"]):
+        assert world.call("collab.task.list", FULL, group=ref)["tasks"]
+
+
 def test_a_principal_never_acts_as_a_session(world: World) -> None:
     ids = setup(world)
     error = world.fails(
