@@ -143,7 +143,7 @@ class Service:
             actor = rights.resolve(self.store, self.latest_snapshot(), caller, method, params)
             ctx = Ctx(self.store, self.seen, self.deliveries, caller, actor)
             result = await handler(ctx, params)
-        except CollabError:
+        except Exception:
             # A refusal may rest on what it read in the open batch, too.
             await self.store.settled(since)
             raise

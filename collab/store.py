@@ -217,6 +217,7 @@ class Batch:
     """The open shared transaction: the events its writes appended, and its outcome."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
         self.events: list[Event] = []
         #: True once committed, False once rolled back (every write in it failed).
         self.done: asyncio.Future[bool] = loop.create_future()
@@ -324,9 +325,11 @@ class Store:
         block raises. Durable only once `settled` returns."""
         if self.in_write:
             raise RuntimeError("a write inside a write")
+        loop = asyncio.get_running_loop()
+        if self.batch is not None and self.batch.loop is not loop:
+            self.flush()  # left open by a loop that ended before its commit ran
         batch = self.batch
         if batch is None:
-            loop = asyncio.get_running_loop()
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
@@ -379,7 +382,9 @@ class Store:
         ``since`` is `epoch()` when the request began: if a batch failed since, what it saw
         may never have been stored, and it fails as retryable."""
         batch = self.batch
-        if batch is not None:
+        if batch is not None and batch.loop is not asyncio.get_running_loop():
+            self.flush()
+        elif batch is not None:
             await asyncio.shield(batch.done)
         if self.failures != since:
             raise CollabError(

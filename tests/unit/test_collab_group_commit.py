@@ -166,3 +166,27 @@ def test_a_revoke_refuses_a_request_of_the_same_turn_after_it(world: World) -> N
     assert isinstance(revoked, dict), revoked
     assert isinstance(later, CollabError) and later.code == CollabCode.INTEGRATION_REVOKED
     assert world.count("tasks") == 1
+
+
+def test_a_batch_left_by_an_ended_loop_is_committed_by_the_next_write(world: World) -> None:
+    """A loop that ends before its scheduled commit ran (a test's asyncio.run, a service
+    stopping) leaves the batch open: the next write, in another loop, commits it first."""
+    group = world.group()
+
+    async def write_only() -> None:
+        with world.store.joined() as tx:
+            tx.execute("UPDATE groups SET name = 'renamed' WHERE id = ?", (group,))
+        asyncio.get_running_loop().stop()  # before the commit's turn comes
+
+    loop = asyncio.new_event_loop()
+    try:
+        task = loop.create_task(write_only())
+        loop.run_forever()
+        assert task.done()
+    finally:
+        loop.close()
+    assert world.store.batch is not None
+    assert asyncio.run(create(world, group, "a"))["task"]["title"] == "a"
+    assert world.store.batch is None
+    names = world.store.conn.execute("SELECT name FROM groups WHERE id = ?", (group,)).fetchall()
+    assert names == [("renamed",)]
