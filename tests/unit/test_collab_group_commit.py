@@ -9,12 +9,14 @@ a batch before it committed.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from pebrel.collab.service import Service
 from pebrel.collab.store import Event, Store
 from pebrel.errors import CollabCode, CollabError
 from tests.unit.collab_world import USER, World, make_world
@@ -190,3 +192,61 @@ def test_a_batch_left_by_an_ended_loop_is_committed_by_the_next_write(world: Wor
     assert world.store.batch is None
     names = world.store.conn.execute("SELECT name FROM groups WHERE id = ?", (group,)).fetchall()
     assert names == [("renamed",)]
+
+
+class FailingCommits:
+    """The store's connection whose next COMMIT, once armed, fails (a disk that filled up)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.armed = False
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if self.armed and sql == "COMMIT":
+            self.armed = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+
+def failing_commits(store: Store) -> FailingCommits:
+    proxy = FailingCommits(store.conn)
+    store.conn = cast(sqlite3.Connection, proxy)
+    return proxy
+
+
+def then_a_failing_batch(world: World, service: Service, params: dict[str, Any]) -> list[Any]:
+    """Right after the next commit, another request's write opens a batch whose COMMIT fails.
+    Returns the list that will hold that request's future."""
+    failing = failing_commits(world.store)
+    later: list[Any] = []
+
+    def next_write(events: list[Event]) -> None:
+        if not later:
+            later.append(asyncio.ensure_future(service.handle("collab.task.create", params, USER)))
+            failing.armed = True
+
+    world.store.committed.append(next_write)
+    return later
+
+
+def test_a_committed_write_is_not_failed_by_a_later_batch(world: World) -> None:
+    """A write whose batch committed is answered ok, even if a batch opened after it (which
+    it never read) fails while its answer is on the way: a retry without a key would store
+    it twice."""
+    group = world.group()
+    params = {"group": group, "title": "b", "content": "c"}
+    later = then_a_failing_batch(world, world.service, params)
+
+    async def run() -> tuple[Any, Any]:
+        first = (await gathered(create(world, group, "a")))[0]
+        (second,) = await gathered(*later)
+        return first, second
+
+    first, second = asyncio.run(run())
+    assert isinstance(second, CollabError) and second.details["retryable"] is True
+    titles = [r[0] for r in world.store.read("SELECT title FROM tasks")]
+    assert titles == ["a"]
+    assert isinstance(first, dict), f"task 'a' is stored, yet its create was answered {first!r}"
