@@ -250,3 +250,34 @@ def test_a_committed_write_is_not_failed_by_a_later_batch(world: World) -> None:
     titles = [r[0] for r in world.store.read("SELECT title FROM tasks")]
     assert titles == ["a"]
     assert isinstance(first, dict), f"task 'a' is stored, yet its create was answered {first!r}"
+
+
+def test_the_delivery_engine_counts_only_committed_messages(world: World) -> None:
+    """The kick after a write runs in the request's context, but it is the delivery engine:
+    it must not read the open batch (a message of a batch that then fails would be counted,
+    and the message its retry stores under the same rowid never kicked)."""
+    group = world.group()
+    alice = world.session("alice", 1, group)
+    bob = world.session("bob", 2, group)
+    service = Service(world.store, world.terminal)
+    assert service.engine is not None
+    engine = service.engine
+    params = {"group": group, "title": "b", "content": "c", "assignee": bob}
+    later = then_a_failing_batch(world, service, params)
+
+    async def run() -> tuple[Any, Any, int]:
+        await service.start()
+        try:
+            params = {"group": group, "title": "a", "content": "c", "assignee": alice}
+            first = (await gathered(service.handle("collab.task.create", params, USER)))[0]
+            (second,) = await gathered(*later)
+            return first, second, engine._seen_rowid
+        finally:
+            engine.close()
+            await engine.wait_closed()
+
+    first, second, seen = asyncio.run(run())
+    assert isinstance(second, CollabError) and second.details["retryable"] is True
+    assert isinstance(first, dict), first
+    top = world.store.read("SELECT coalesce(max(rowid), 0) FROM messages")[0][0]
+    assert seen <= top, "the engine counted a message that was never committed"
