@@ -267,6 +267,7 @@ class Store:
         self.in_write = False
         #: Values derived from rows and kept between requests by the modules that own the
         #: rows (collab/principals.py); their writers drop them, and so does a failed batch.
+        #: Looked up with `recall` (a kept value may come from the open batch).
         self.memo: dict[tuple[str, str], Any] = {}
         #: Called with a transaction's events after it committed (collab/stream.py wakes the
         #: event streams of their groups); a failing hook is logged, never the write's failure.
@@ -342,6 +343,13 @@ class Store:
             self.flush()
         else:
             request.saw(batch)
+
+    def recall(self, key: tuple[str, str]) -> Any:
+        """A value kept in `memo` (None: none), under the rule of `read`: it may have been
+        read from the open batch, so outside a request that batch is committed first (if
+        it fails, the memo is emptied and None comes back)."""
+        self.reading()
+        return self.memo.get(key)
 
     # -- group commit -------------------------------------------------------------------------
     @contextlib.contextmanager

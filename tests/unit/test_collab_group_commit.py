@@ -20,6 +20,7 @@ from pebrel.collab.service import Service
 from pebrel.collab.store import Event, Store
 from pebrel.errors import CollabCode, CollabError
 from tests.unit.collab_world import USER, World, make_world
+from tests.unit.stream_fakes import FakeSink
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -281,3 +282,36 @@ def test_the_delivery_engine_counts_only_committed_messages(world: World) -> Non
     assert isinstance(first, dict), first
     top = world.store.read("SELECT coalesce(max(rowid), 0) FROM messages")[0][0]
     assert seen <= top, "the engine counted a message that was never committed"
+
+
+def test_a_kept_principal_of_the_open_batch_is_not_used_outside_a_request(world: World) -> None:
+    """`events.subscribe` is answered outside a request: the principal it checks must be
+    the committed one, not one a request of the same turn read from the open batch."""
+    group = world.group()
+    policy = {"id": "bridge", "groupId": group, "permissions": ["task.read"],
+              "launchProfiles": []}  # fmt: skip
+    world.call("collab.integration.create", policy=policy, token_sha256="0" * 64)
+    bridge = {"kind": "principal", "principal_id": "bridge"}
+    failing = failing_commits(world.store)
+    granted = {**policy, "permissions": ["task.read", "events.read"]}
+
+    async def run() -> tuple[list[Any], Any]:
+        update = world.service.handle("collab.integration.update", {"policy": granted}, USER)
+        probe = world.service.handle("collab.capabilities", {}, bridge)
+        both = [asyncio.ensure_future(update), asyncio.ensure_future(probe)]
+        await asyncio.sleep(0)  # the grant is in the open batch; the probe read it
+        assert world.store.batch is not None
+        failing.armed = True  # ... and that batch will not commit
+        subscribed: Any
+        try:
+            subscribed = await world.service.subscribe(bridge, {"consumer": "c"}, FakeSink())
+        except CollabError as exc:
+            subscribed = exc
+        answers = await gathered(*both)
+        await world.service.hub.close()
+        return answers, subscribed
+
+    (update, _), subscribed = asyncio.run(run())
+    assert isinstance(update, CollabError) and update.details["retryable"] is True
+    assert isinstance(subscribed, CollabError), f"subscribed without events.read: {subscribed}"
+    assert subscribed.code == CollabCode.INTEGRATION_PERMISSION_DENIED
