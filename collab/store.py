@@ -361,6 +361,11 @@ class Store:
         loop = asyncio.get_running_loop()
         if self.batch is not None and self.batch.loop is not loop:
             self.flush()  # left open by a loop that ended before its commit ran
+        if self.batch is not None and not self.conn.in_transaction:
+            # SQLite rolled the whole transaction back under an earlier write (it may, on an
+            # I/O error, a full disk or no memory): its writes are gone. A savepoint now
+            # would run outside any transaction, each RELEASE committing on its own.
+            self.failed(self.batch)
         batch = self.batch
         if batch is None:
             try:
@@ -379,8 +384,11 @@ class Store:
         try:
             yield tx
         except BaseException:
-            self.conn.execute("ROLLBACK TO w")
-            self.conn.execute("RELEASE w")
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK TO w")
+                self.conn.execute("RELEASE w")
+            else:
+                self.failed(batch)  # SQLite rolled back the whole transaction (see above)
             raise
         else:
             self.conn.execute("RELEASE w")
@@ -400,13 +408,22 @@ class Store:
             logger.warning("a batch of collab writes could not commit", exc_info=True)
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("ROLLBACK")
-            self.memo.clear()
-            open_batch.done.set_result(False)
+            self.failed(open_batch)
             return
         open_batch.done.set_result(True)
         if open_batch.events:
             self.retain(open_batch.events)
             self.announce(open_batch.events)
+
+    def failed(self, batch: Batch) -> None:
+        """The batch is rolled back: each of its writes fails (`settled`), nothing kept from
+        it stays (`memo`), and the next write opens a new batch."""
+        if self.batch is batch:
+            self.batch = None
+            logger.warning("a batch of collab writes was rolled back by the database")
+        self.memo.clear()
+        if not batch.done.done():
+            batch.done.set_result(False)
 
     async def settled(self, batches: Iterable[Batch]) -> None:
         """Return once each of ``batches`` (what a request read or wrote in) committed.

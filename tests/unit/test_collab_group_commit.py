@@ -315,3 +315,29 @@ def test_a_kept_principal_of_the_open_batch_is_not_used_outside_a_request(world:
     assert isinstance(update, CollabError) and update.details["retryable"] is True
     assert isinstance(subscribed, CollabError), f"subscribed without events.read: {subscribed}"
     assert subscribed.code == CollabCode.INTEGRATION_PERMISSION_DENIED
+
+
+def test_a_transaction_sqlite_rolled_back_fails_its_batch(world: World) -> None:
+    """SQLite may roll back the whole transaction on an I/O error, disk full or out of
+    memory (not only the statement): the batch's earlier writes are gone, so they fail; the
+    writes after it must not run outside any transaction (each RELEASE would then commit on
+    its own, and be answered failed by the batch's COMMIT)."""
+    group = world.group()
+
+    async def lost() -> None:
+        with world.store.joined() as tx:
+            tx.execute("ROLLBACK")  # what SQLite did on its own
+            raise sqlite3.OperationalError("disk I/O error")
+
+    async def run() -> list[Any]:
+        # One turn: a write, one during which SQLite drops the transaction, another write.
+        work = [create(world, group, "a"), lost(), create(world, group, "b")]
+        return await gathered(*(asyncio.ensure_future(w) for w in work))
+
+    first, failed, second = asyncio.run(run())
+    assert isinstance(failed, sqlite3.OperationalError)
+    assert isinstance(first, CollabError) and first.details["retryable"] is True
+    titles = sorted(r[0] for r in world.store.read("SELECT title FROM tasks"))
+    answered = [] if isinstance(second, CollabError) else ["b"]
+    assert titles == answered, f"stored {titles}, answered {second!r}"
+    assert world.store.batch is None and not world.store.conn.in_transaction
