@@ -206,7 +206,14 @@ class Deliverer:
         await asyncio.gather(*self._workers.values(), return_exceptions=True)
 
     def kick(self) -> None:
-        """New messages were committed: start or wake their sessions' workers."""
+        """New messages were committed: start or wake their sessions' workers.
+
+        A write's request kicks, but the engine reads only what is committed: in its own
+        context, so that an open batch (other requests' writes) is committed first, never
+        counted before it is (collab/store.py)."""
+        contextvars.Context().run(self._kick)
+
+    def _kick(self) -> None:
         if not self._running:
             return
         rows = self.store.read(

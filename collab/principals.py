@@ -93,9 +93,10 @@ def current(store: Store, principal_id: str) -> Principal:
 
     Kept in `Store.memo` (per request it is the one lookup every principal makes); the
     writes that change principals (collab/integration_admin.py) call `changed` in their
-    transaction, and a batch that fails to commit empties the memo."""
+    transaction, and a batch that fails to commit empties the memo. One read from the open
+    batch is used outside a request only once that batch committed (`Store.recall`)."""
     key = ("principal", principal_id)
-    found = store.memo.get(key)
+    found: Principal | None = store.recall(key)
     if found is None:
         found = find(store, principal_id)
         if found is not None:

@@ -29,7 +29,7 @@ from pebrel.collab import (
 )
 from pebrel.collab.deliverer import Deliverer
 from pebrel.collab.handler import Ctx, Deliveries, Handler, Sink
-from pebrel.collab.store import IN_REQUEST, Store
+from pebrel.collab.store import IN_REQUEST, Request, Store
 from pebrel.collab.terminal import Terminal
 from pebrel.errors import CollabCode, CollabError
 
@@ -137,20 +137,20 @@ class Service:
             raise CollabError(
                 CollabCode.INVALID_ARGUMENT, f"no collab method {method!r}", {"method": method}
             )
-        since = self.store.epoch()
-        request = IN_REQUEST.set(True)
+        request = Request()
+        token = IN_REQUEST.set(request)
         try:
             actor = rights.resolve(self.store, self.latest_snapshot(), caller, method, params)
             ctx = Ctx(self.store, self.seen, self.deliveries, caller, actor)
             result = await handler(ctx, params)
         except Exception:
             # A refusal may rest on what it read in the open batch, too.
-            await self.store.settled(since)
+            await self.store.settled(request.batches)
             raise
         finally:
-            IN_REQUEST.reset(request)
-        # What it read may be in the open batch (group commit): answer once that is durable.
-        await self.store.settled(since)
+            IN_REQUEST.reset(token)
+        # What it read may be in an open batch (group commit): answer once that is durable.
+        await self.store.settled(request.batches)
         if method == "collab.integration.revoke":
             self.revoked(str(result["principal"]["principal_id"]))
         elif method == "collab.integration.update":

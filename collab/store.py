@@ -17,7 +17,8 @@ SAVEPOINT of one transaction shared by every write of the loop's turn; that tran
 A commit that fails rolls the whole batch back and fails each of its writes as retryable. Until
 it commits, nothing outside a request sees the batch: `Store.read` and `Store.write` from
 anything but a request (the delivery engine, the event streams, retention) commit the open
-batch first, and a request's answer waits for the batch its reads saw (collab/service.py).
+batch first, and a request's answer waits for the batches its reads and writes were in
+(`Request`, collab/service.py), and fails only if one of those did not commit.
 
 This module is the only one that opens the database; a later server-backed store would be a
 second implementation of `Store`, not a rewrite of the domain modules.
@@ -35,7 +36,7 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -53,8 +54,8 @@ SCHEMA_VERSION: Final = 1
 
 #: Set (by collab/service.py) while a request is being handled: its reads may see the open
 #: batch, because its answer waits for that batch's commit. Anything else commits it first.
-IN_REQUEST: Final[contextvars.ContextVar[bool]] = contextvars.ContextVar(
-    "collab_in_request", default=False
+IN_REQUEST: Final[contextvars.ContextVar[Request | None]] = contextvars.ContextVar(
+    "collab_in_request", default=None
 )
 
 
@@ -126,6 +127,8 @@ class Tx:
         self.now = now_ms()
         #: The events this transaction appended (retention looks at them after the commit).
         self.events: list[Event] = []
+        #: The group-commit batch it is a write of (`Store.joined`); None for `Store.write`.
+        self.batch: Batch | None = None
 
     def execute(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, args)
@@ -223,6 +226,18 @@ class Batch:
         self.done: asyncio.Future[bool] = loop.create_future()
 
 
+class Request:
+    """One request's view of the group commit: the batches it read or wrote in. Its answer
+    waits for each of them (`Store.settled`); a batch it never saw cannot fail it."""
+
+    def __init__(self) -> None:
+        self.batches: list[Batch] = []
+
+    def saw(self, batch: Batch) -> None:
+        if batch not in self.batches:
+            self.batches.append(batch)
+
+
 class Store:
     """The open database. One connection, used from the collab service's loop thread only."""
 
@@ -247,12 +262,12 @@ class Store:
             (str(SCHEMA_VERSION),),
         )
         self.floors: dict[str, int] = {}
-        #: The open group-commit batch, if any; batches that failed; a `joined` block running.
+        #: The open group-commit batch, if any; a `joined` block running.
         self.batch: Batch | None = None
-        self.failures = 0
         self.in_write = False
         #: Values derived from rows and kept between requests by the modules that own the
         #: rows (collab/principals.py); their writers drop them, and so does a failed batch.
+        #: Looked up with `recall` (a kept value may come from the open batch).
         self.memo: dict[tuple[str, str], Any] = {}
         #: Called with a transaction's events after it committed (collab/stream.py wakes the
         #: event streams of their groups); a failing hook is logged, never the write's failure.
@@ -314,9 +329,27 @@ class Store:
 
     def read(self, sql: str, args: Mapping[str, Any] | tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         """Rows as committed; a request (`IN_REQUEST`) also sees the open batch."""
-        if self.batch is not None and not self.in_write and not IN_REQUEST.get():
-            self.flush()
+        self.reading()
         return read_rows(self.conn, sql, args)
+
+    def reading(self) -> None:
+        """Before a read of the open batch's connection: from a request, note that it saw the
+        open batch (its answer waits for it); from anything else, commit that batch first."""
+        batch = self.batch
+        if batch is None or self.in_write:
+            return
+        request = IN_REQUEST.get()
+        if request is None:
+            self.flush()
+        else:
+            request.saw(batch)
+
+    def recall(self, key: tuple[str, str]) -> Any:
+        """A value kept in `memo` (None: none), under the rule of `read`: it may have been
+        read from the open batch, so outside a request that batch is committed first (if
+        it fails, the memo is emptied and None comes back)."""
+        self.reading()
+        return self.memo.get(key)
 
     # -- group commit -------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -328,6 +361,11 @@ class Store:
         loop = asyncio.get_running_loop()
         if self.batch is not None and self.batch.loop is not loop:
             self.flush()  # left open by a loop that ended before its commit ran
+        if self.batch is not None and not self.conn.in_transaction:
+            # SQLite rolled the whole transaction back under an earlier write (it may, on an
+            # I/O error, a full disk or no memory): its writes are gone. A savepoint now
+            # would run outside any transaction, each RELEASE committing on its own.
+            self.failed(self.batch)
         batch = self.batch
         if batch is None:
             try:
@@ -336,14 +374,21 @@ class Store:
                 raise storage_error(exc) from exc
             batch = self.batch = Batch(loop)
             loop.call_soon(self.flush, batch)
+        request = IN_REQUEST.get()
+        if request is not None:
+            request.saw(batch)
         tx = Tx(self.conn)
+        tx.batch = batch
         self.conn.execute("SAVEPOINT w")
         self.in_write = True
         try:
             yield tx
         except BaseException:
-            self.conn.execute("ROLLBACK TO w")
-            self.conn.execute("RELEASE w")
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK TO w")
+                self.conn.execute("RELEASE w")
+            else:
+                self.failed(batch)  # SQLite rolled back the whole transaction (see above)
             raise
         else:
             self.conn.execute("RELEASE w")
@@ -363,34 +408,39 @@ class Store:
             logger.warning("a batch of collab writes could not commit", exc_info=True)
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("ROLLBACK")
-            self.failures += 1
-            self.memo.clear()
-            open_batch.done.set_result(False)
+            self.failed(open_batch)
             return
         open_batch.done.set_result(True)
         if open_batch.events:
             self.retain(open_batch.events)
             self.announce(open_batch.events)
 
-    def epoch(self) -> int:
-        """How many batches failed so far (`settled` compares it)."""
-        return self.failures
+    def failed(self, batch: Batch) -> None:
+        """The batch is rolled back: each of its writes fails (`settled`), nothing kept from
+        it stays (`memo`), and the next write opens a new batch."""
+        if self.batch is batch:
+            self.batch = None
+            logger.warning("a batch of collab writes was rolled back by the database")
+        self.memo.clear()
+        if not batch.done.done():
+            batch.done.set_result(False)
 
-    async def settled(self, since: int) -> None:
-        """Return once everything a request read or wrote is durable.
+    async def settled(self, batches: Iterable[Batch]) -> None:
+        """Return once each of ``batches`` (what a request read or wrote in) committed.
 
-        ``since`` is `epoch()` when the request began: if a batch failed since, what it saw
-        may never have been stored, and it fails as retryable."""
-        batch = self.batch
-        if batch is not None and batch.loop is not asyncio.get_running_loop():
-            self.flush()
-        elif batch is not None:
-            await asyncio.shield(batch.done)
-        if self.failures != since:
-            raise CollabError(
-                CollabCode.COLLAB_STORAGE_UNAVAILABLE,
-                "the collab database could not commit this request's batch",
-            )
+        If one did not, what the request saw or wrote may never have been stored: it fails
+        as retryable. A batch it never saw (one opened later, say) cannot fail it."""
+        for batch in list(batches):
+            if not batch.done.done():
+                if batch.loop is not asyncio.get_running_loop():
+                    self.flush(batch)  # left open by a loop that ended before its commit ran
+                else:
+                    await asyncio.shield(batch.done)
+            if not batch.done.result():
+                raise CollabError(
+                    CollabCode.COLLAB_STORAGE_UNAVAILABLE,
+                    "the collab database could not commit this request's batch",
+                )
 
     # -- the journal as a projection (I2.6) ---------------------------------------------------
     def ensure_journal(self) -> int:

@@ -80,10 +80,10 @@ async def perform(ctx: Ctx, method: str, params: Mapping[str, Any], body: Body) 
     key = idempotency_key(params)
     # The key's row: its scope, the key and what it is bound to (hashed once per write).
     row = None if key is None else (ctx.actor.scope, key, keyed(method, params))
-    since = ctx.store.epoch()
     queued = False
     try:
         with ctx.store.joined() as tx:
+            batch = tx.batch
             earlier = None if row is None else tx.replay(*row)
             if earlier is not None:
                 result = dict(earlier)
@@ -96,7 +96,7 @@ async def perform(ctx: Ctx, method: str, params: Mapping[str, Any], body: Body) 
     except sqlite3.OperationalError as exc:
         # Disk full, I/O error, busy past its timeout: nothing was committed; retryable.
         raise storage_error(exc) from exc
-    await ctx.store.settled(since)
+    await ctx.store.settled([] if batch is None else [batch])
     if queued:
         ctx.deliveries.kick()
     return result

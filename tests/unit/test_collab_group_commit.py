@@ -9,15 +9,18 @@ a batch before it committed.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from pebrel.collab.service import Service
 from pebrel.collab.store import Event, Store
 from pebrel.errors import CollabCode, CollabError
 from tests.unit.collab_world import USER, World, make_world
+from tests.unit.stream_fakes import FakeSink
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -190,3 +193,151 @@ def test_a_batch_left_by_an_ended_loop_is_committed_by_the_next_write(world: Wor
     assert world.store.batch is None
     names = world.store.conn.execute("SELECT name FROM groups WHERE id = ?", (group,)).fetchall()
     assert names == [("renamed",)]
+
+
+class FailingCommits:
+    """The store's connection whose next COMMIT, once armed, fails (a disk that filled up)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.armed = False
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if self.armed and sql == "COMMIT":
+            self.armed = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+
+def failing_commits(store: Store) -> FailingCommits:
+    proxy = FailingCommits(store.conn)
+    store.conn = cast(sqlite3.Connection, proxy)
+    return proxy
+
+
+def then_a_failing_batch(world: World, service: Service, params: dict[str, Any]) -> list[Any]:
+    """Right after the next commit, another request's write opens a batch whose COMMIT fails.
+    Returns the list that will hold that request's future."""
+    failing = failing_commits(world.store)
+    later: list[Any] = []
+
+    def next_write(events: list[Event]) -> None:
+        if not later:
+            later.append(asyncio.ensure_future(service.handle("collab.task.create", params, USER)))
+            failing.armed = True
+
+    world.store.committed.append(next_write)
+    return later
+
+
+def test_a_committed_write_is_not_failed_by_a_later_batch(world: World) -> None:
+    """A write whose batch committed is answered ok, even if a batch opened after it (which
+    it never read) fails while its answer is on the way: a retry without a key would store
+    it twice."""
+    group = world.group()
+    params = {"group": group, "title": "b", "content": "c"}
+    later = then_a_failing_batch(world, world.service, params)
+
+    async def run() -> tuple[Any, Any]:
+        first = (await gathered(create(world, group, "a")))[0]
+        (second,) = await gathered(*later)
+        return first, second
+
+    first, second = asyncio.run(run())
+    assert isinstance(second, CollabError) and second.details["retryable"] is True
+    titles = [r[0] for r in world.store.read("SELECT title FROM tasks")]
+    assert titles == ["a"]
+    assert isinstance(first, dict), f"task 'a' is stored, yet its create was answered {first!r}"
+
+
+def test_the_delivery_engine_counts_only_committed_messages(world: World) -> None:
+    """The kick after a write runs in the request's context, but it is the delivery engine:
+    it must not read the open batch (a message of a batch that then fails would be counted,
+    and the message its retry stores under the same rowid never kicked)."""
+    group = world.group()
+    alice = world.session("alice", 1, group)
+    bob = world.session("bob", 2, group)
+    service = Service(world.store, world.terminal)
+    assert service.engine is not None
+    engine = service.engine
+    params = {"group": group, "title": "b", "content": "c", "assignee": bob}
+    later = then_a_failing_batch(world, service, params)
+
+    async def run() -> tuple[Any, Any, int]:
+        await service.start()
+        try:
+            params = {"group": group, "title": "a", "content": "c", "assignee": alice}
+            first = (await gathered(service.handle("collab.task.create", params, USER)))[0]
+            (second,) = await gathered(*later)
+            return first, second, engine._seen_rowid
+        finally:
+            engine.close()
+            await engine.wait_closed()
+
+    first, second, seen = asyncio.run(run())
+    assert isinstance(second, CollabError) and second.details["retryable"] is True
+    assert isinstance(first, dict), first
+    top = world.store.read("SELECT coalesce(max(rowid), 0) FROM messages")[0][0]
+    assert seen <= top, "the engine counted a message that was never committed"
+
+
+def test_a_kept_principal_of_the_open_batch_is_not_used_outside_a_request(world: World) -> None:
+    """`events.subscribe` is answered outside a request: the principal it checks must be
+    the committed one, not one a request of the same turn read from the open batch."""
+    group = world.group()
+    policy = {"id": "bridge", "groupId": group, "permissions": ["task.read"],
+              "launchProfiles": []}  # fmt: skip
+    world.call("collab.integration.create", policy=policy, token_sha256="0" * 64)
+    bridge = {"kind": "principal", "principal_id": "bridge"}
+    failing = failing_commits(world.store)
+    granted = {**policy, "permissions": ["task.read", "events.read"]}
+
+    async def run() -> tuple[list[Any], Any]:
+        update = world.service.handle("collab.integration.update", {"policy": granted}, USER)
+        probe = world.service.handle("collab.capabilities", {}, bridge)
+        both = [asyncio.ensure_future(update), asyncio.ensure_future(probe)]
+        await asyncio.sleep(0)  # the grant is in the open batch; the probe read it
+        assert world.store.batch is not None
+        failing.armed = True  # ... and that batch will not commit
+        subscribed: Any
+        try:
+            subscribed = await world.service.subscribe(bridge, {"consumer": "c"}, FakeSink())
+        except CollabError as exc:
+            subscribed = exc
+        answers = await gathered(*both)
+        await world.service.hub.close()
+        return answers, subscribed
+
+    (update, _), subscribed = asyncio.run(run())
+    assert isinstance(update, CollabError) and update.details["retryable"] is True
+    assert isinstance(subscribed, CollabError), f"subscribed without events.read: {subscribed}"
+    assert subscribed.code == CollabCode.INTEGRATION_PERMISSION_DENIED
+
+
+def test_a_transaction_sqlite_rolled_back_fails_its_batch(world: World) -> None:
+    """SQLite may roll back the whole transaction on an I/O error, disk full or out of
+    memory (not only the statement): the batch's earlier writes are gone, so they fail; the
+    writes after it must not run outside any transaction (each RELEASE would then commit on
+    its own, and be answered failed by the batch's COMMIT)."""
+    group = world.group()
+
+    async def lost() -> None:
+        with world.store.joined() as tx:
+            tx.execute("ROLLBACK")  # what SQLite did on its own
+            raise sqlite3.OperationalError("disk I/O error")
+
+    async def run() -> list[Any]:
+        # One turn: a write, one during which SQLite drops the transaction, another write.
+        work = [create(world, group, "a"), lost(), create(world, group, "b")]
+        return await gathered(*(asyncio.ensure_future(w) for w in work))
+
+    first, failed, second = asyncio.run(run())
+    assert isinstance(failed, sqlite3.OperationalError)
+    assert isinstance(first, CollabError) and first.details["retryable"] is True
+    titles = sorted(r[0] for r in world.store.read("SELECT title FROM tasks"))
+    answered = [] if isinstance(second, CollabError) else ["b"]
+    assert titles == answered, f"stored {titles}, answered {second!r}"
+    assert world.store.batch is None and not world.store.conn.in_transaction
