@@ -223,7 +223,17 @@ class Batch:
         self.loop = loop
         self.events: list[Event] = []
         #: True once committed, False once rolled back (every write in it failed).
+        self.outcome: bool | None = None
+        #: Set to the outcome, for the writers waiting in its loop.
         self.done: asyncio.Future[bool] = loop.create_future()
+
+    def tell(self, committed: bool) -> None:
+        """Wake its writers. A loop already closed (stopped with writers still waiting) has
+        no one left to wake: the outcome stands in the database either way."""
+        if self.outcome is None:
+            self.outcome = committed
+        if not self.done.done() and not self.loop.is_closed():
+            self.done.set_result(committed)
 
 
 class Request:
@@ -410,7 +420,7 @@ class Store:
                 self.conn.execute("ROLLBACK")
             self.failed(open_batch)
             return
-        open_batch.done.set_result(True)
+        open_batch.tell(True)
         if open_batch.events:
             self.retain(open_batch.events)
             self.announce(open_batch.events)
@@ -422,8 +432,7 @@ class Store:
             self.batch = None
             logger.warning("a batch of collab writes was rolled back by the database")
         self.memo.clear()
-        if not batch.done.done():
-            batch.done.set_result(False)
+        batch.tell(False)
 
     async def settled(self, batches: Iterable[Batch]) -> None:
         """Return once each of ``batches`` (what a request read or wrote in) committed.
@@ -431,12 +440,12 @@ class Store:
         If one did not, what the request saw or wrote may never have been stored: it fails
         as retryable. A batch it never saw (one opened later, say) cannot fail it."""
         for batch in list(batches):
-            if not batch.done.done():
+            if batch.outcome is None:
                 if batch.loop is not asyncio.get_running_loop():
                     self.flush(batch)  # left open by a loop that ended before its commit ran
                 else:
                     await asyncio.shield(batch.done)
-            if not batch.done.result():
+            if not batch.outcome:
                 raise CollabError(
                     CollabCode.COLLAB_STORAGE_UNAVAILABLE,
                     "the collab database could not commit this request's batch",

@@ -17,7 +17,7 @@ from typing import Any, cast
 import pytest
 
 from pebrel.collab.service import Service
-from pebrel.collab.store import Event, Store
+from pebrel.collab.store import Batch, Event, Store
 from pebrel.errors import CollabCode, CollabError
 from tests.unit.collab_world import USER, World, make_world
 from tests.unit.stream_fakes import FakeSink
@@ -341,3 +341,14 @@ def test_a_transaction_sqlite_rolled_back_fails_its_batch(world: World) -> None:
     answered = [] if isinstance(second, CollabError) else ["b"]
     assert titles == answered, f"stored {titles}, answered {second!r}"
     assert world.store.batch is None and not world.store.conn.in_transaction
+
+
+def test_a_batch_of_a_closed_loop_keeps_its_outcome_and_wakes_no_one() -> None:
+    """Closing the store after its loop was stopped and closed with a writer still waiting:
+    the commit's outcome is kept, and waking the gone writers does not raise."""
+    loop = asyncio.new_event_loop()
+    batch = Batch(loop)
+    batch.done.add_done_callback(lambda _: None)  # a writer that was waiting
+    loop.close()
+    batch.tell(True)
+    assert batch.outcome is True and not batch.done.done()
