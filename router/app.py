@@ -25,6 +25,7 @@ from pebrel import (
     __version__,
     entrypoints,
     fdlimit,
+    heaptrim,
     injection,
     logfile,
     proctree,
@@ -102,6 +103,8 @@ class RouterApp:
             m.AnswerUsed: lambda used: self.answers.used(used.method, used.params),
             m.FrontendStarted: self.frontend_started,
         }
+        # Free heap pages go back to the system after busy spells (requests, worker facts).
+        self.heap = heaptrim.HeapTrim(heaptrim.malloc_trim())
 
     # -- sockets ---------------------------------------------------------------------------------
     def to_frontend(self, message: m.Message) -> None:
@@ -125,6 +128,7 @@ class RouterApp:
         EVENTS is asked before each recv: it is as reliable as a recv that fails with EAGAIN,
         and much cheaper than the exception.
         """
+        self.heap.busy = True
         with self.inbox.draining():  # sends from handlers need not schedule another drain
             for (identity, _), message in incoming(self.sock, frames=2):
                 if identity == FRONTEND_ID:
@@ -166,6 +170,7 @@ class RouterApp:
 
     def on_frontend_message(self, message: m.Message) -> None:
         """A message from the frontend adapter, by its type (``self.from_frontend``)."""
+        self.heap.busy = True
         handle = self.from_frontend.get(type(message))
         if handle is not None:
             handle(message)
@@ -289,6 +294,7 @@ class RouterApp:
             loop.add_signal_handler(sig, self.stopping.set)
         loop.add_reader(self.sock.fileno(), self.receive)
         loop.call_soon(self.receive)
+        trim = loop.create_task(self.heap.run())
         self.frontend_port = loop.create_future()
         forkserver = ForkServer(str(self.data_dir / LOG_FILE), self.endpoint, self.rt.worker_exited)
         forkserver.start()
@@ -318,6 +324,7 @@ class RouterApp:
         logger.info("runtime started", extra={"port": port, "runtime_id": info.runtime_id})
         await self.stopping.wait()
         logger.info("runtime stopping")
+        trim.cancel()
         await self.shutdown()
 
     async def shutdown(self) -> None:

@@ -15,10 +15,9 @@ from collections.abc import Callable
 
 import zmq
 
+from pebrel import heaptrim, proctree
 from pebrel import messages as m
-from pebrel import proctree
 from pebrel.runtimelock import shell_key_file
-from pebrel.workers import heaptrim
 from pebrel.workers.commands import COMMANDS
 from pebrel.workers.config import WorkerConfig, screen_rules
 from pebrel.workers.exec import ExecService

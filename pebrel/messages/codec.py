@@ -51,7 +51,7 @@ class _ThreadPacker(threading.local):
     serves the first from mmap and then, having raised its mmap threshold when that one was
     freed, every later one from the heap: a 256 KiB block asked for and freed at every
     message, between longer-lived blocks, added to the fragmentation of every process's heap
-    (#15; workers/heaptrim.py has the rest). A kept packer takes its buffer once.
+    (#15; pebrel/heaptrim.py has the rest). A kept packer takes its buffer once.
     """
 
     def __init__(self) -> None:

@@ -9,8 +9,8 @@ import platform
 
 import pytest
 
-from pebrel.workers import heaptrim
-from pebrel.workers.heaptrim import HeapTrim
+from pebrel import heaptrim
+from pebrel.heaptrim import HeapTrim
 from tests.conftest import wait_for_async
 
 pytestmark = pytest.mark.timeout(30)

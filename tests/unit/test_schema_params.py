@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
 
+from pebrel import schema
 from pebrel.envelope import parse_request
 from pebrel.errors import PebrelError
 from pebrel.schema import unencodable_params, validate_params
@@ -19,6 +21,30 @@ def test_a_remembered_valid_request_does_not_let_a_bool_pass_as_an_integer() -> 
     with pytest.raises(PebrelError) as caught:
         validate_params("pane.read", {"pane_id": 1, "lines": True})
     assert caught.value.code == "invalid_params"
+
+
+def test_one_off_params_keep_the_cache_small_and_a_polled_request_in_it() -> None:
+    """#15: most params of a busy runtime never repeat (a command's text, an after_seq); they
+    pass through a small cache and do not push out a request that is polled all along."""
+    polled = {"pane_id": 1, "lines": 24}
+    schema.load_schema()  # read once per process: not the cache's
+    tracemalloc.start()
+    try:
+        for index in range(8 * schema._VALID_MAX):
+            validate_params(
+                "pane.run",
+                {"window_id": 1, "pane_id": 1, "command": f"echo {index}", "timeout_ms": 30_000},
+            )
+            if index % 64 == 0:
+                validate_params("pane.read", polled)
+        held = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.Filter(True, schema.__file__)]
+        )
+    finally:
+        tracemalloc.stop()
+    assert len(schema._valid) <= schema._VALID_MAX
+    assert ("pane.read", ("pane_id", int, 1), ("lines", int, 24)) in schema._valid
+    assert sum(stat.size for stat in held.statistics("filename")) < 512 * 1024
 
 
 def test_unhashable_params_are_still_checked_every_time() -> None:

@@ -1,18 +1,20 @@
-"""Gives the free pages of a pane worker's heap back to the system after busy spells (#15).
+"""Gives the free pages of a process's C heap back to the system after busy spells (#15).
 
-What a pane worker keeps is bounded (its screen, its scrollback, a few caches), but the C heap
-under it is not. Ingesting output, answering reads and running execs ask for and free blocks
-of 16-64 KiB (joined output, decoded text, row lists, process-table scans) between longer-lived
-smaller blocks. glibc keeps the free space this leaves in the middle of its heap and only ever
-returns the top, so the space splits up, later large blocks are carved from new pages at the
-top, and the worker's memory creeps up although its live data does not. In a worker printing
-bursts, under a soak, the traced Python memory (tracemalloc) and the pymalloc arenas stayed
-flat while glibc's free bytes grew, and USS with them (about 3 MiB an hour).
+What a pane worker or the router keeps is bounded (screens, scrollback, panes, a few caches),
+but the C heap under it is not. Ingesting output, answering reads and running execs ask for
+and free blocks of 16-64 KiB (joined output, decoded text, row lists, process-table scans,
+a long read's JSON) between longer-lived smaller blocks. glibc keeps the free space this
+leaves in the middle of its heap and only ever returns the top, so the space splits up, later
+large blocks are carved from new pages at the top, and the process's memory creeps up
+although its live data does not. In a worker printing bursts, under a soak, the traced Python
+memory (tracemalloc) and the pymalloc arenas stayed flat while glibc's free bytes grew, and
+USS with them (about 3 MiB an hour); the router's heap did the same under the soak's 32
+clients.
 
 ``malloc_trim(0)`` hands every free page in the heap back (glibc madvises them away), so
-the worker trims once every ``TRIM_INTERVAL_S`` while it has been busy: a few hundred
-microseconds for a worker's heap, and nothing at all for a quiet pane. Where the C library has
-no ``malloc_trim`` (not glibc), nothing is trimmed.
+a busy process trims once every ``TRIM_INTERVAL_S``: a few hundred microseconds for a
+worker's heap, and nothing at all for a quiet pane or an idle runtime. Where the C library
+has no ``malloc_trim`` (not glibc), nothing is trimmed.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable
 
 logger = logging.getLogger(__name__)
 
-#: How often a busy worker trims its heap.
+#: How often a busy process trims its heap.
 TRIM_INTERVAL_S = 10.0
 
 
@@ -44,8 +46,9 @@ def malloc_trim() -> Callable[[], None] | None:
 
 
 class HeapTrim:
-    """Trims at most every ``interval_s``, and only if the worker was ``busy`` since the last
-    trim (output read, a command handled, a message sent)."""
+    """Trims at most every ``interval_s``, and only if the process was ``busy`` since the last
+    trim (a worker: output read, a command handled, a message sent; the router: a request or
+    a worker's message)."""
 
     def __init__(self, trim: Callable[[], None] | None, interval_s: float | None = None) -> None:
         self.trim = trim
