@@ -8,6 +8,7 @@ in `pebrel.cli.collab_task_cmd`; the request plumbing in `pebrel.cli.collab_requ
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -153,6 +154,55 @@ def session_register(
 def session_get(session_id: str, pretty: bool) -> None:
     """SESSION's record: state, online, native session id, terminal binding."""
     read(collab_request("session.get", session=session_id), pretty)
+
+
+@session_group.command("create")
+@click.option("--launch-profile", "profile", required=True, help="A launch profile's id.")
+@click.option(
+    "--cwd",
+    required=True,
+    help="The directory to start in: it must exist inside one of the profile's cwdRoots.",
+)
+@click.option(
+    "--group",
+    "group_ref",
+    help="The user only: the group whose integration identity holds the profile.",
+)
+@click.option(
+    "--integration",
+    help="The user only: that identity, when several of the group hold a profile of this id.",
+)
+@idempotency_option
+@pretty_option
+def session_create(
+    profile: str,
+    cwd: str,
+    group_ref: str | None,
+    integration: str | None,
+    idempotency_key: str | None,
+    pretty: bool,
+) -> None:
+    """Launch an agent session from a launch profile in a new window (I4.2)."""
+    refuse_session("session create")
+    write(
+        "session.create",
+        idempotency_key,
+        pretty,
+        launch_profile=profile,
+        cwd=os.path.abspath(cwd),
+        group=group_ref,
+        integration=integration,
+    )
+
+
+@session_group.command("restore")
+@click.argument("session_id", metavar="SESSION")
+@idempotency_option
+@pretty_option
+def session_restore(session_id: str, idempotency_key: str | None, pretty: bool) -> None:
+    """Resume exactly SESSION's native conversation (I4.3)."""
+    refuse_session("session restore")
+    write("session.restore", idempotency_key, pretty, session=session_id)
 
 
 @session_group.command("list")

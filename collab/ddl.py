@@ -188,7 +188,21 @@ CREATE TABLE IF NOT EXISTS idempotency (
 """
 #: Columns added after a table was first shipped: (table, column, type). A database made
 #: before gets them at open (`ALTER TABLE ... ADD COLUMN`, NULL in the old rows).
-ADDED_COLUMNS: Final = (("tasks", "external_message_id", "TEXT"),)
+#: Columns added after version 1's tables were first made (`Store.add_columns`). The session
+#: launch columns (#18): the operation in flight (`operation_id`, `operation` create|restore,
+#: `launch_state` launching|launched|unknown, `deadline` Unix ms for the binding); the launch
+#: snapshot's native id Pebrel chose and the profile it came from; a principal's session cap.
+ADDED_COLUMNS: Final = (
+    ("tasks", "external_message_id", "TEXT"),
+    ("sessions", "operation_id", "TEXT"),
+    ("sessions", "operation", "TEXT"),
+    ("sessions", "launch_state", "TEXT"),
+    ("sessions", "deadline", "INTEGER"),
+    ("launch_snapshots", "created_native_id", "TEXT"),
+    ("launch_snapshots", "agent_slug", "TEXT"),
+    ("launch_snapshots", "profile_id", "TEXT"),
+    ("principals", "max_sessions", "INTEGER"),
+)
 JOURNAL_DDL: Final = """
 CREATE TABLE IF NOT EXISTS journal (
     group_id TEXT NOT NULL,

@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pebrel.collab import delivery
+from pebrel.collab import delivery, tracking
 from pebrel.collab.delivery import (
     DELIVERED,
     FAILED,
@@ -68,6 +68,8 @@ BACKOFF_MAX_S: Final = 10.0
 CALL_TIMEOUT_S: Final = 60.0
 #: A gated message is looked at again at least this often (snapshots wake it sooner).
 RECHECK_S: Final = 5.0
+#: How often session launches are checked against their binding deadline (I4.3).
+EXPIRY_CHECK_S: Final = 1.0
 OUTCOME_UNKNOWN: Final = "outcome unknown"
 STOPPED_WHILE_WRITING: Final = "outcome unknown: the collab service stopped while writing"
 #: Runtime error codes after which whether the text went in is unknown.
@@ -182,6 +184,7 @@ class Deliverer:
         self._not_before: dict[str, float] = {}
         self._seen_rowid = 0
         self._running = False
+        self._expiry: asyncio.Task[None] | None = None
 
     # -- life -----------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -189,7 +192,13 @@ class Deliverer:
         failed = recover(self.store)
         if failed:
             logger.warning("%d deliveries were being written when the service stopped", failed)
+        launches = tracking.recover_launches(self.store)
+        if launches:
+            logger.warning("%d session launches were in flight when the service stopped", launches)
         self._running = True
+        self._expiry = asyncio.get_running_loop().create_task(
+            self._expire(), context=contextvars.Context()
+        )
         top = self.store.read("SELECT coalesce(max(rowid), 0) FROM messages")
         self._seen_rowid = int(top[0][0])
         for row in latest_stages(self.store, "d.stage = ?", (QUEUED,)):
@@ -200,10 +209,22 @@ class Deliverer:
         self._running = False
         for task in self._workers.values():
             task.cancel()
+        if self._expiry is not None:
+            self._expiry.cancel()
 
     async def wait_closed(self) -> None:
         """After `close`: until every worker has stopped."""
-        await asyncio.gather(*self._workers.values(), return_exceptions=True)
+        waited = [*self._workers.values(), *([self._expiry] if self._expiry else [])]
+        await asyncio.gather(*waited, return_exceptions=True)
+
+    async def _expire(self) -> None:
+        """Once a second: fail the session launches past their binding deadline."""
+        while True:
+            await asyncio.sleep(EXPIRY_CHECK_S)
+            try:
+                tracking.expire(self.store)
+            except PebrelError as exc:
+                logger.warning("session deadlines could not commit: %s", exc.message)
 
     def kick(self) -> None:
         """New messages were committed: start or wake their sessions' workers.

@@ -39,6 +39,7 @@ def record(found: Principal) -> dict[str, Any]:
         "group_id": found.group_id,
         "permissions": sorted(found.permissions, key=policy.PERMISSIONS.index),
         "launch_profiles": [policy.public_profile(p) for p in found.launch_profiles],
+        "max_sessions": found.max_sessions,
         "revoked_at": found.revoked_at,
         "created_at": found.created_at,
         "updated_at": found.updated_at,
@@ -117,6 +118,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
                 "group_id": checked["groupId"],
                 "permissions": dumps(checked["permissions"]),
                 "launch_profiles": dumps(checked["launchProfiles"]),
+                "max_sessions": checked["maxSessions"],
                 "token_hash": token_sha256,
                 "revoked_at": None,
                 "created_at": w.tx.now,
@@ -148,9 +150,15 @@ async def update(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
                 " identity for another group",
             )
         w.tx.execute(
-            "UPDATE principals SET permissions = ?, launch_profiles = ?, updated_at = ?"
-            " WHERE id = ?",
-            (dumps(checked["permissions"]), dumps(checked["launchProfiles"]), w.tx.now, found.id),
+            "UPDATE principals SET permissions = ?, launch_profiles = ?, max_sessions = ?,"
+            " updated_at = ? WHERE id = ?",
+            (
+                dumps(checked["permissions"]),
+                dumps(checked["launchProfiles"]),
+                checked["maxSessions"],
+                w.tx.now,
+                found.id,
+            ),
         )
         change(w.tx, principal_id, "update", checked)
         return {"principal": record(existing(w.tx, principal_id))}

@@ -20,6 +20,8 @@ PANE_GONE: Final = "pane_gone"
 AGENT_EXITED: Final = "agent_exited"
 #: No runtime snapshot was seen yet (the service just started): nothing is known.
 SNAPSHOT_PENDING: Final = "snapshot_pending"
+#: A session from a launch profile whose command was not typed yet (#18).
+NOT_LAUNCHED: Final = "not_launched"
 #: An agent record's `status` values that end a session's reach (the runtime's agent record).
 ENDED: Final = frozenset({"exited", "replaced"})
 
@@ -78,6 +80,8 @@ def reach(row: RowLike, seen: Seen | None) -> tuple[bool, str | None]:
     if seen is None:
         return False, SNAPSHOT_PENDING
     bound = binding(row)
+    if not row["agent_id"]:
+        return False, NOT_LAUNCHED
     if bound.get("runtime_id") != seen.runtime_id:
         return False, RUNTIME_RESTARTED
     found = seen.agents.get(row["agent_id"])
@@ -101,11 +105,27 @@ def session_online(row: RowLike, snapshot: Mapping[str, Any] | None) -> tuple[bo
     return reach(row, Seen.of(snapshot) if snapshot is not None else None)
 
 
+def column(row: RowLike, name: str) -> Any:
+    """A column that a row (or a record's dict built before it existed) may lack: None."""
+    keys = row.keys()
+    return row[name] if name in keys else None
+
+
 def session_record(row: RowLike, snapshot: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A `sessions` row as the public session record, `online` computed from ``snapshot``."""
+    """A `sessions` row as the public session record, `online` computed from ``snapshot``.
+
+    The spec's names for a session from a launch profile (#18) are given beside Pebrel's:
+    `agent_slug` is `agent_kind`, `agent_native_session_id` is `native_session_id`; a
+    registered session has null `operation_id`, `principal_id`, `cwd` and `launch_profile`."""
     online, reason = session_online(row, snapshot)
     return {
         "session_id": row["id"],
+        "operation_id": column(row, "operation_id"),
+        "principal_id": column(row, "principal_id"),
+        "agent_slug": row["agent_kind"],
+        "agent_native_session_id": row["native_session_id"],
+        "cwd": column(row, "cwd"),
+        "launch_profile": column(row, "launch_profile_id"),
         "group_id": row["group_id"],
         "agent_id": row["agent_id"],
         "agent_name": row["agent_name"],

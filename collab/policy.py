@@ -53,8 +53,11 @@ STABLE_MS: Final = (500, 5000)
 STABLE_MS_DEFAULT: Final = 1000
 TIMEOUT_MS: Final = (1000, 120_000)
 TIMEOUT_MS_DEFAULT: Final = 120_000
+#: Live sessions (any state but failed) one principal may hold (INTEGRATION_SESSION_LIMIT).
+MAX_SESSIONS: Final = (1, 256)
+MAX_SESSIONS_DEFAULT: Final = 16
 
-POLICY_KEYS: Final = frozenset({"id", "groupId", "permissions", "launchProfiles"})
+POLICY_KEYS: Final = frozenset({"id", "groupId", "permissions", "launchProfiles", "maxSessions"})
 PROFILE_KEYS: Final = frozenset(
     {"id", "agentSlug", "executable", "argv", "cwdRoots", "resumeArgv", "startupInput"}
 )
@@ -291,6 +294,11 @@ def check(policy: Any) -> dict[str, Any]:
         "groupId": c.text(found["groupId"], "groupId", 256) if "groupId" in found else None,
         "permissions": c.permissions(found["permissions"]) if "permissions" in found else None,
         "launchProfiles": c.profiles(found["launchProfiles"]) if "launchProfiles" in found else [],
+        "maxSessions": (
+            c.integer(found["maxSessions"], "maxSessions", MAX_SESSIONS)
+            if "maxSessions" in found
+            else MAX_SESSIONS_DEFAULT
+        ),
     }
     if c.problems:
         first = c.problems[0]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pebrel.collab import refs
+from pebrel.collab.policy import MAX_SESSIONS_DEFAULT
 from pebrel.collab.store import Store, Tx
 from pebrel.errors import CollabCode, CollabError
 from pebrel.integration_wire import token_hash
@@ -28,6 +29,8 @@ class Principal:
     group_id: str
     permissions: frozenset[str]
     launch_profiles: tuple[dict[str, Any], ...]
+    #: Live sessions it may hold (policy `maxSessions`; 16 for one stored before it existed).
+    max_sessions: int
     revoked_at: int | None
     created_at: int
     updated_at: int
@@ -39,6 +42,7 @@ class Principal:
             group_id=str(row["group_id"]),
             permissions=frozenset(json.loads(row["permissions"])),
             launch_profiles=tuple(json.loads(row["launch_profiles"])),
+            max_sessions=int(row["max_sessions"] or MAX_SESSIONS_DEFAULT),
             revoked_at=None if row["revoked_at"] is None else int(row["revoked_at"]),
             created_at=int(row["created_at"]),
             updated_at=int(row["updated_at"]),

@@ -16,7 +16,7 @@ from pebrel.errors import CollabCode, CollabError
 #: A stored row: `sqlite3.Row` as read, or a plain mapping just written.
 #: Methods whose `session` param names the session acted on, not the acting one.
 SESSION_IS_TARGET: Final = frozenset(
-    {"collab.group.add", "collab.group.remove", "collab.session.get"}
+    {"collab.group.add", "collab.group.remove", "collab.session.get", "collab.session.restore"}
 )
 Row: TypeAlias = "sqlite3.Row | Mapping[str, Any]"
 

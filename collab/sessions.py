@@ -1,9 +1,10 @@
 """Sessions: a named Pebrel agent registered for collaboration (#16 item 2, I4).
 
 `collab.session.register {agent, group?}` binds a session (`ses_...`) to one agent of this
-runtime and its pane (`terminal_binding`); `session.get` and `session.list` read them. A
-session is never rebound to another pane: `online`/`offline_reason` are computed from the
-latest runtime snapshot by `collab/online.py`.
+runtime and its pane (`terminal_binding`); `session.list` reads them (`session.get`:
+collab/session_restore.py). A session is never rebound to another pane:
+`online`/`offline_reason` are computed from the latest runtime snapshot by
+`collab/online.py`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pebrel.collab import refs, rights, writes
+from pebrel.collab import refs, writes
 from pebrel.collab.handler import Ctx, Handler
 from pebrel.collab.online import ENDED, panes, session_record
 from pebrel.collab.store import Tx, dumps, new_id
@@ -167,13 +168,6 @@ async def register(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     return await writes.perform(ctx, "collab.session.register", params, body)
 
 
-async def get(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
-    row = refs.session(ctx.store, refs.text(params, "session"))
-    if ctx.actor.kind == "principal":  # session.read: its own group's sessions only
-        rights.require_member(ctx.store, ctx.actor, str(row["group_id"]))
-    return {"session": record(row, await current_snapshot(ctx))}
-
-
 async def list_sessions(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     group_ref = refs.opt_text(params, "group")
     if group_ref is None:
@@ -191,6 +185,5 @@ async def list_sessions(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
 
 HANDLERS: Final[dict[str, Handler]] = {
     "collab.session.register": register,
-    "collab.session.get": get,
     "collab.session.list": list_sessions,
 }

@@ -9,6 +9,16 @@ On each snapshot, each session whose runtime is the running one and whose agent 
 - state `binding_pending` -> `ready` when a native id is known, with a `session.ready` event
   (fact table `session_events`, payload `{session: record}`) when the session is in a group.
 
+Sessions launched from a profile (#18, collab/session_launch.py) are left alone while their
+launch is being typed (`launch_state` `launching`, or `unknown` after an interrupted restore).
+Once it was typed: `starting` -> `binding_pending` when the agent is seen in its pane, and
+`ready` once it reports a native id. That id must look like one (else `failed`,
+NATIVE_SESSION_ID_INVALID) and be the one Pebrel gave it (`{sessionId}` in the profile's
+argv) or, for a restore, the id resumed (else `failed`, NATIVE_SESSION_ID_MISMATCH). The
+agent's process group is kept as `terminal_binding.agent_pid`. `expire` fails a launch not
+seen (or a restore not ready) by its deadline with SESSION_BINDING_TIMEOUT, and
+`recover_launches` settles, at start, what a stopped service left `launching`.
+
 `online` / `offline_reason` are **computed, not stored and not events** (collab/online.py): they
 follow from the snapshot at every read, and the spec's session events are its states
 (`session.starting/binding_pending/ready/restoring/failed`), so an agent that comes and goes
@@ -25,13 +35,28 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pebrel.collab.launch import native_id_valid
 from pebrel.collab.online import Seen, binding, reach, session_record
-from pebrel.collab.store import Store, Tx, dumps
+from pebrel.collab.store import Store, Tx, dumps, now_ms
+from pebrel.errors import CollabCode
 
 logger = logging.getLogger(__name__)
 
+STARTING: Final = "starting"
 BINDING_PENDING: Final = "binding_pending"
 READY: Final = "ready"
+RESTORING: Final = "restoring"
+FAILED: Final = "failed"
+#: `launch_state` of a session from a profile: its command is being typed, was typed, or the
+#: outcome of an interrupted restore is unknown (None: a registered session).
+LAUNCHING: Final = "launching"
+LAUNCHED: Final = "launched"
+UNKNOWN: Final = "unknown"
+#: Each session with the native id Pebrel chose at its launch, if any.
+ROWS: Final = (
+    "SELECT s.*, l.created_native_id AS created_native_id FROM sessions AS s"
+    " LEFT JOIN launch_snapshots AS l ON l.session_id = s.id"
+)
 
 
 class Tracker:
@@ -46,7 +71,7 @@ class Tracker:
     def on_snapshot(self, snapshot: Mapping[str, Any]) -> set[str]:
         """Apply one snapshot; returns the sessions whose reach (online/offline) changed."""
         seen = Seen.of(snapshot)
-        rows = [dict(row) for row in self.store.read("SELECT * FROM sessions")]
+        rows = [dict(row) for row in self.store.read(ROWS)]
         moved: set[str] = set()
         updates: list[tuple[dict[str, Any], dict[str, Any]]] = []
         for row in rows:
@@ -68,29 +93,104 @@ class Tracker:
 
 def changes(row: Mapping[str, Any], seen: Seen) -> dict[str, Any]:
     """The columns of ``row`` that the snapshot's agent record changes (empty: none)."""
+    if row["launch_state"] in (LAUNCHING, UNKNOWN) or row["state"] == FAILED:
+        return {}  # the launch owns it, or it ended
     pane, agent = seen.agents[row["agent_id"]]
     change: dict[str, Any] = {}
     if agent["generation"] != row["generation"]:
         change["generation"] = agent["generation"]
     native = agent.get("session_id")
+    bound = binding(row)
+    moved = {}
+    if pane.get("tab_index") is not None and bound.get("tab_index") != pane["tab_index"]:
+        moved["tab_index"] = pane["tab_index"]
+    if row["launch_state"] is not None and agent.get("pid") != bound.get("agent_pid"):
+        moved["agent_pid"] = agent.get("pid")
+    if moved:
+        change["terminal_binding"] = dumps({**bound, **moved})
+    if row["launch_state"] is not None and row["state"] in (STARTING, BINDING_PENDING, RESTORING):
+        return {**change, **launched_state(row, native)}
     if native and native != row["native_session_id"]:
         change["native_session_id"] = native
-    bound = binding(row)
-    if pane.get("tab_index") is not None and bound.get("tab_index") != pane["tab_index"]:
-        change["terminal_binding"] = dumps({**bound, "tab_index": pane["tab_index"]})
     if row["state"] == BINDING_PENDING and (native or row["native_session_id"]):
         change["state"] = READY
     return change
 
 
-def apply(tx: Tx, row: dict[str, Any], change: dict[str, Any], snapshot: Mapping[str, Any]) -> None:
-    """Write one session's changes; a state change appends its `session.<state>` event."""
+def launched_state(row: Mapping[str, Any], native: str | None) -> dict[str, Any]:
+    """A session from a profile whose agent is seen: its state, from the native id."""
+    restoring = row["state"] == RESTORING
+    if not native:
+        return {} if restoring or row["state"] == BINDING_PENDING else {"state": BINDING_PENDING}
+    expected = row["native_session_id"] if restoring else row["created_native_id"]
+    if not native_id_valid(native):
+        return {"state": FAILED, "error_code": str(CollabCode.NATIVE_SESSION_ID_INVALID)}
+    if expected is not None and native != expected:
+        return {"state": FAILED, "error_code": str(CollabCode.NATIVE_SESSION_ID_MISMATCH)}
+    return {"state": READY, "native_session_id": native, "deadline": None}
+
+
+def apply(
+    tx: Tx,
+    row: Mapping[str, Any],
+    change: Mapping[str, Any],
+    snapshot: Mapping[str, Any] | None,
+    actor: Mapping[str, Any] | None = None,
+) -> None:
+    """Write one session's changes; a state change appends its `session.<state>` event (with
+    the ``actor`` of the request that made it, if any)."""
     change = {**change, "updated_at": tx.now}
     sets = ", ".join(f"{name} = :{name}" for name in change)
     tx.execute(f"UPDATE sessions SET {sets} WHERE id = :id", {**change, "id": row["id"]})
-    state = change.get("state")
-    if state is None or row["group_id"] is None:
+    if "state" in change:
+        announce(tx, {**row, **change}, snapshot, actor)
+
+
+def announce(
+    tx: Tx,
+    row: Mapping[str, Any],
+    snapshot: Mapping[str, Any] | None,
+    actor: Mapping[str, Any] | None = None,
+) -> None:
+    """Append `session.<state>` with the public record to the session's group journal."""
+    if row["group_id"] is None:
         return  # a session outside any group has no journal to tell
-    record = session_record({**row, **change}, snapshot)
-    ev = tx.event(row["group_id"], f"session.{state}", {"session": record})
+    refs = {"actor": dict(actor)} if actor is not None else None
+    record = session_record(row, snapshot)
+    ev = tx.event(row["group_id"], f"session.{row['state']}", {"session": record}, refs)
     tx.fact("session_events", ev, {"session_id": row["id"]})
+
+
+def expire(store: Store, now: int | None = None) -> int:
+    """Fail with SESSION_BINDING_TIMEOUT each launched session whose agent was not seen (a
+    create) or is not `ready` (a restore) by its deadline. Returns how many."""
+    rows = store.read(
+        ROWS + " WHERE s.state IN (?, ?) AND s.launch_state = ? AND s.deadline < ?",
+        (STARTING, RESTORING, LAUNCHED, now_ms() if now is None else now),
+    )
+    if rows:
+        with store.write() as tx:
+            for row in rows:
+                failed = {"state": FAILED, "error_code": str(CollabCode.SESSION_BINDING_TIMEOUT)}
+                apply(tx, dict(row), failed, None)
+    return len(rows)
+
+
+def recover_launches(store: Store) -> int:
+    """At start: the launches a stopped service left `launching` (I4.3). A create's outcome
+    is unknown and it is never typed again (`failed`, SESSION_CREATE_OUTCOME_UNKNOWN); a
+    restore's becomes `launch_state unknown` (`session get` settles it). Returns how many."""
+    rows = store.read(ROWS + " WHERE s.launch_state = ?", (LAUNCHING,))
+    if rows:
+        with store.write() as tx:
+            for row in rows:
+                if row["state"] == STARTING:
+                    change = {
+                        "state": FAILED,
+                        "error_code": str(CollabCode.SESSION_CREATE_OUTCOME_UNKNOWN),
+                        "launch_state": LAUNCHED,
+                    }
+                else:
+                    change = {"launch_state": UNKNOWN}
+                apply(tx, dict(row), change, None)
+    return len(rows)

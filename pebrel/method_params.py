@@ -176,6 +176,18 @@ class AgentStartParams(TypedDict):
     ready_timeout_ms: NotRequired[int]
 
 
+class AgentLaunchParams(TypedDict):
+    """agent.launch (I4.2): a profile's command line in a shell of its own."""
+
+    name: str
+    kind: str
+    argv: list[str]
+    cwd: str
+    window_id: NotRequired[int]
+    pane_id: NotRequired[int]
+    shell_pid: NotRequired[int]
+
+
 class AgentTarget(TypedDict):
     """An agent by name or agent_id, optionally bound to one generation (R9.4)."""
 

@@ -63,6 +63,7 @@ def title_changed(rt: Runtime, pane: Pane, fact: m.TitleChanged) -> bool:
 
 def foreground_changed(rt: Runtime, pane: Pane, fact: m.ForegroundChanged) -> bool:
     pane.tracker.foreground(fact.shell_in_foreground)
+    pane.foreground_pgid = 0 if fact.shell_in_foreground else fact.foreground_pgid
     rt.agent_foreground(pane, fact.agent_kind, fact.program)
     return True
 

@@ -42,6 +42,9 @@ class Pane:
     exit_reason: str | None = None
     exit_code: int | None = None
     tracker: ShellTracker = field(default_factory=ShellTracker)
+    #: The terminal's foreground process group when a program other than the shell holds it,
+    #: as last reported (0: the shell has it, or nothing was reported yet).
+    foreground_pgid: int = 0
     started: bool = False
     writing: bool = False  # an input write is in flight (never interleave two inputs)
     closing: bool = False  # being closed (Runtime.close_panes): requests waiting on it end
@@ -222,6 +225,7 @@ class RouterState:
             "state_source": session.source,
             "state_rule": session.rule,
             "program": session.program,
+            "pid": pane.foreground_pgid or None,
         }
 
     def _project(self) -> dict[str, Any]:

@@ -158,7 +158,7 @@ async def exec_(rt: Runtime, params: PaneExecParams) -> Result:
 # ---- pane.procs --------------------------------------------------------------------------------
 
 
-def _terminal_foreground_group(shell_pid: int) -> int:
+def terminal_foreground_group(shell_pid: int) -> int:
     """`tpgid` of the shell's terminal (field 8 of /proc/PID/stat); -1 when unknown."""
     try:
         with open(f"/proc/{shell_pid}/stat", "rb") as handle:
@@ -211,7 +211,7 @@ def process_tree(shell_pid: int, worker_pid: int | None) -> list[dict[str, Any]]
         with contextlib.suppress(psutil.Error):
             proc.cpu_percent(None)  # the first call only starts the sample window
     time.sleep(CPU_SAMPLE_S)
-    tpgid = _terminal_foreground_group(shell_pid)
+    tpgid = terminal_foreground_group(shell_pid)
     described = {p.pid: d for p in procs if (d := _describe(p, tpgid)) is not None}
     children: dict[int, list[dict[str, Any]]] = {}
     for info in described.values():
