@@ -97,6 +97,41 @@ def start(
     call(req, pretty)
 
 
+@agent.command("launch")
+@click.argument("name")
+@click.argument("argv", nargs=-1, required=True)
+@click.option("--kind", required=True, help="claude, codex, opencode, cursor, pi, omp or kimi.")
+@click.option("--cwd", required=True, help="The directory to start in.")
+@window_option
+@pane_option(help="Type it in this pane, alone in its window (default: a new window).")
+@click.option("--shell-pid", type=int, help="Refuse unless the pane still runs this shell.")
+@pretty_option
+def launch(
+    name: str,
+    argv: tuple[str, ...],
+    kind: str,
+    cwd: str,
+    window_id: int | None,
+    pane_id: int | None,
+    shell_pid: int | None,
+    pretty: bool,
+) -> None:
+    """Type ARGV (quoted one by one) as named agent NAME into an idle shell of its own.
+
+    Answers once the line is typed; `agent get` and `agent wait` tell whether it came up.
+    Put `--` before ARGV when it holds options."""
+    req = agent_params.agent_launch(
+        name=name,
+        kind=kind,
+        argv=list(argv),
+        cwd=cwd,
+        window_id=window_id,
+        pane_id=pane_id,
+        shell_pid=shell_pid,
+    )
+    call(req, pretty)
+
+
 @agent.command("send")
 @agent_arg
 @click.argument("text")

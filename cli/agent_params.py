@@ -47,6 +47,28 @@ def agent_start(
     )
 
 
+def agent_launch(
+    *,
+    name: str,
+    kind: str,
+    argv: list[str],
+    cwd: str,
+    window_id: int | None = None,
+    pane_id: int | None = None,
+    shell_pid: int | None = None,
+) -> Request:
+    params = prune(
+        name=name,
+        kind=kind,
+        argv=argv,
+        cwd=_absolute(cwd),
+        window_id=window_id,
+        pane_id=pane_id,
+        shell_pid=shell_pid,
+    )
+    return Request("agent.launch", params)
+
+
 def agent_get(*, agent: str, generation: int | None = None) -> Request:
     return Request("agent.get", prune(agent=agent, generation=generation))
 

@@ -57,6 +57,8 @@ USER_ONLY: Final = frozenset(
         "collab.group.add",
         "collab.group.remove",
         "collab.session.register",
+        "collab.session.create",
+        "collab.session.restore",
         "collab.task.accept",
         "collab.task.approve_plan",
         "collab.integration.groups",

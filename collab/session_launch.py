@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from pebrel.collab import launch, refs, rights, writes
+from pebrel.collab import launch, refs, writes
 from pebrel.collab.handler import Ctx, Handler
 from pebrel.collab.online import session_record
 from pebrel.collab.principals import Principal
@@ -73,9 +73,7 @@ def profile_of(ctx: Ctx, params: Mapping[str, Any]) -> tuple[Principal, dict[str
     if ctx.actor.kind == "principal":
         assert ctx.actor.principal_id is not None
         candidates = [current_principal(ctx.store, ctx.actor.principal_id)]
-    elif ctx.actor.kind == "session":
-        raise rights.denied("a session cannot create sessions", session=ctx.actor.session_id)
-    else:
+    else:  # the local user (rights.USER_ONLY)
         group_ref = refs.opt_text(params, "group")
         if group_ref is None:
             raise CollabError(

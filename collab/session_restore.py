@@ -39,7 +39,7 @@ from pebrel.collab.session_launch import (
     update,
 )
 from pebrel.collab.sessions import current_snapshot
-from pebrel.collab.store import dumps, new_id
+from pebrel.collab.store import dumps, new_id, now_ms
 from pebrel.collab.terminal import TerminalUnavailable
 from pebrel.collab.tracking import LAUNCHED, LAUNCHING, UNKNOWN
 from pebrel.errors import CollabCode, CollabError, PebrelError
@@ -95,8 +95,6 @@ async def restore(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     earlier = writes.replayed(ctx, method, params)
     if earlier is not None:
         return replay_of(ctx, earlier)
-    if ctx.actor.kind == "session":
-        raise rights.denied("a session cannot restore sessions", session=ctx.actor.session_id)
     row = refs.session(ctx.store, session_ref)
     session_id = str(row["id"])
     if ctx.actor.kind == "principal":
@@ -218,7 +216,8 @@ async def get(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
 
 async def settle_unknown(ctx: Ctx, row: refs.Row) -> None:
     """A restore whose outcome is unknown: look at the runtime now (the exact native id
-    running: `ready` there; nothing: `failed` with AGENT_NOT_RUNNING)."""
+    running: `ready` there; the session's agent still coming up before the deadline: still
+    unknown; else `failed` with AGENT_NOT_RUNNING)."""
     try:
         snapshot = await ctx.terminal.call("runtime.snapshot", {})
     except (TerminalUnavailable, PebrelError):
@@ -232,6 +231,8 @@ async def settle_unknown(ctx: Ctx, row: refs.Row) -> None:
         ),
         None,
     )
+    if found is None and await coming_up(ctx, row):
+        return
     with ctx.store.write() as tx:
         now = refs.session(tx, str(row["id"]))
         if now["launch_state"] != UNKNOWN:
@@ -262,6 +263,17 @@ async def settle_unknown(ctx: Ctx, row: refs.Row) -> None:
                 ),
             }
         update(tx, str(row["id"]), change, ctx)
+
+
+async def coming_up(ctx: Ctx, row: refs.Row) -> bool:
+    """Whether the session's agent was typed and is not seen yet, before its deadline."""
+    if int(row["deadline"] or 0) <= now_ms():
+        return False
+    try:
+        agent = await ctx.terminal.call("agent.get", {"agent": str(row["id"])})
+    except (TerminalUnavailable, PebrelError):
+        return False
+    return agent.get("status") == "starting"
 
 
 HANDLERS: Final[dict[str, Handler]] = {

@@ -15,9 +15,11 @@ Once it was typed: `starting` -> `binding_pending` when the agent is seen in its
 `ready` once it reports a native id. That id must look like one (else `failed`,
 NATIVE_SESSION_ID_INVALID) and be the one Pebrel gave it (`{sessionId}` in the profile's
 argv) or, for a restore, the id resumed (else `failed`, NATIVE_SESSION_ID_MISMATCH). The
-agent's process group is kept as `terminal_binding.agent_pid`. `expire` fails a launch not
-seen (or a restore not ready) by its deadline with SESSION_BINDING_TIMEOUT, and
-`recover_launches` settles, at start, what a stopped service left `launching`.
+agent's process group is kept as `terminal_binding.agent_pid`. A later different native id in
+a ready profile session's pane (another conversation typed there) fails it the same way.
+`expire` fails a launch not seen (or a restore not ready) by its deadline with
+SESSION_BINDING_TIMEOUT, and `recover_launches` settles, at start, what a stopped service left
+`launching`.
 
 `online` / `offline_reason` are **computed, not stored and not events** (collab/online.py): they
 follow from the snapshot at every read, and the spec's session events are its states
@@ -110,6 +112,10 @@ def changes(row: Mapping[str, Any], seen: Seen) -> dict[str, Any]:
         change["terminal_binding"] = dumps({**bound, **moved})
     if row["launch_state"] is not None and row["state"] in (STARTING, BINDING_PENDING, RESTORING):
         return {**change, **launched_state(row, native)}
+    if row["launch_state"] is not None and native and native != row["native_session_id"]:
+        # Another conversation in a profile session's pane: the session names the one it
+        # launched (its restore resumes that), never this one.
+        return {"state": FAILED, "error_code": str(CollabCode.NATIVE_SESSION_ID_MISMATCH)}
     if native and native != row["native_session_id"]:
         change["native_session_id"] = native
     if row["state"] == BINDING_PENDING and (native or row["native_session_id"]):

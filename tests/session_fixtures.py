@@ -8,6 +8,7 @@ the fake `claude` with it, as an administrator's wrapper would.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import shlex
@@ -39,7 +40,7 @@ def wrapper(directory: Path, name: str, log: Path, env: str = "", body: str = ""
     """An executable that appends its argv (one JSON line) to ``log``, then runs the fake
     `claude` with it (``env``: assignments before it; ``body``: replaces the run)."""
     path = directory / name
-    run = body or f'exec {env} python3 {shlex.quote(str(FAKES_DIR / "claude"))} "$@"'
+    run = body or f'{env} exec python3 {shlex.quote(str(FAKES_DIR / "claude"))} "$@"'
     record = "python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' \"$@\""
     path.write_text(
         f"#!/bin/bash\n{record} >> {shlex.quote(str(log))}\n{run}\n",
@@ -135,6 +136,7 @@ class Launcher:
         return found
 
 
+@contextlib.contextmanager
 def launcher_runtime(env: dict[str, str]) -> Iterator[Runtime]:
     """A started runtime with the Claude hooks installed in its HOME."""
     with started_runtime(env) as rt:

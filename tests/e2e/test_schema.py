@@ -217,6 +217,10 @@ def test_real_results_match_the_schema(runtime: Runtime, tmp_path: Path) -> None
     repo = git_repo(tmp_path / "repo")
     call("agent.fork", {"source_cwd": str(repo), "name": "schema-fork", "kind": "claude"})
     call(
+        "agent.launch",
+        {"name": "schema-launch", "kind": "claude", "argv": ["claude"], "cwd": str(tmp_path)},
+    )
+    call(
         "runtime.orchestrate",
         {
             "steps": [

@@ -18,6 +18,7 @@ import pytest
 
 from tests.collab_fixtures import collab
 from tests.conftest import Runtime, wait_for
+from tests.e2e.test_schema import problems
 from tests.session_fixtures import (
     CLAUDE_ARGV,
     Launcher,
@@ -36,7 +37,8 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture
 def rt(tmp_path: Path) -> Iterator[Runtime]:
-    yield from launcher_runtime(session_env(tmp_path))
+    with launcher_runtime(session_env(tmp_path)) as started:
+        yield started
 
 
 @pytest.fixture
@@ -134,6 +136,13 @@ def test_create_binds_the_agent_and_restore_resumes_exactly_that_conversation(
         assert logged(log)[-1] == ["--resume", native, *CLAUDE_ARGV]
         kinds = journal_kinds(rt, group_id, session_id)
         assert kinds.count("session.restoring") == 2 and kinds[-1] == "session.ready"
+        # Each answer as the schema has it.
+        for method, result in (
+            ("collab.session.create", {"session": started}),
+            ("collab.session.get", {"session": third}),
+            ("collab.session.restore", restored),
+        ):
+            assert problems(result, f"#/methods/{method}/result") == []
     finally:
         link.close()
 

@@ -91,6 +91,17 @@ CASES = (
     Case(f"{C} session register --agent demo", "collab.session.register", {"agent": "demo"}),
     Case(f"{C} session get {SES}", "collab.session.get", {"session": SES}),
     Case(f"{C} session list", "collab.session.list", {}),
+    Case(
+        f"{C} session create --launch-profile claude --cwd /srv/work --group team-a",
+        "collab.session.create",
+        {"launch_profile": "claude", "cwd": "/srv/work", "group": "team-a"},
+    ),
+    Case(
+        f"{C} session create --launch-profile claude --cwd /srv/work --group g --integration p",
+        "collab.session.create",
+        {"launch_profile": "claude", "cwd": "/srv/work", "group": "g", "integration": "p"},
+    ),
+    Case(f"{C} session restore {SES}", "collab.session.restore", {"session": SES}),
     Case(f"{C} session list --group team-a", "collab.session.list", {"group": "team-a"}),
     Case(
         f"{C} task create --group team-a --title 'Fix it' --content 'the details'",
@@ -325,6 +336,8 @@ USAGE_ERRORS = (
     f"{C} --session {SES} task approve-plan {TSK}",
     f"{C} --session {SES} group create team-b",
     f"{C} --session {SES} session register --agent demo",
+    f"{C} --session {SES} session restore {SES}",
+    f"{C} session create --cwd /srv/work",
     f"{C} task frobnicate {TSK}",
     f"{C} --principal p capabilities",
 )

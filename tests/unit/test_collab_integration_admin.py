@@ -47,6 +47,7 @@ def test_create_stores_a_hash_and_answers_no_secret(world: World) -> None:
                 "startup_input_condition": False,
             }
         ],
+        "max_sessions": 16,
         "revoked_at": None,
         "created_at": record["created_at"],
         "updated_at": record["created_at"],

@@ -123,6 +123,20 @@ ROWS = [
     ),
     Row("events.list", "collab.events.list", {"group": "team"}, ("events.read",), None),
     Row("session.get", "collab.session.get", {"session": "alice"}, ("session.read",), None),
+    Row(  # its profile's executable does not exist here
+        "session.create",
+        "collab.session.create",
+        {"launch_profile": "agent", "cwd": "/srv/runs", **K},
+        ("session.create",),
+        CollabCode.LAUNCHER_UNAVAILABLE,
+    ),
+    Row(  # alice was registered, not launched from a profile
+        "session.restore",
+        "collab.session.restore",
+        {"session": "alice", **K},
+        ("session.restore",),
+        CollabCode.EXACT_RESUME_UNSUPPORTED,
+    ),
 ]
 #: What the table never opens to principals (respond, report, accept, approve-plan, drive,
 #: member and group management, the admin's verbs).

@@ -43,8 +43,9 @@ def test_the_schema_file_names_each_key_once() -> None:
 
 
 def test_the_collab_methods_are_the_issue_s() -> None:
-    """#16's 27 methods and #17's five `collab.integration.*` admin methods."""
-    assert len(COLLAB) == 32
+    """#16's 27 methods, #17's five `collab.integration.*` admin methods and #18's
+    `collab.session.create` / `.restore`."""
+    assert len(COLLAB) == 34
     assert {"collab.capabilities", "collab.reply", "collab.events.list"} <= set(COLLAB)
     assert {
         "collab.integration.groups",
