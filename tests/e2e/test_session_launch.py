@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.collab_fixtures import collab
+from tests.collab_fixtures import collab, received
 from tests.conftest import Runtime, wait_for
 from tests.e2e.test_schema import problems
 from tests.session_fixtures import (
@@ -151,8 +151,12 @@ def test_the_local_user_creates_from_a_groups_profile(
     rt: Runtime, tmp_path: Path, work: Path
 ) -> None:
     """I4.2: `pebrel collab session create` as the user names the group whose identity holds
-    the profile; without it, INVALID_ARGUMENT; an unknown profile, LAUNCH_PROFILE_DENIED."""
-    launcher = wrapper(tmp_path, "claude-wrapper", tmp_path / "argv.log")
+    the profile; without it, INVALID_ARGUMENT; an unknown profile, LAUNCH_PROFILE_DENIED. A
+    task assigned to the launched session is typed into its agent once it is ready."""
+    inbox = tmp_path / "received.log"
+    launcher = wrapper(
+        tmp_path, "claude-wrapper", tmp_path / "argv.log", env=f"FAKE_AGENT_RECEIVED_LOG={inbox}"
+    )
     group_id = group(rt)
     add_launcher(rt, group_id, [profile("claude", launcher, [work])])
     done = rt.cli("collab", "session", "create", "--launch-profile", "claude", "--cwd", str(work))
@@ -187,6 +191,21 @@ def test_the_local_user_creates_from_a_groups_profile(
         return found if found["state"] == "ready" else None
 
     wait_for(ready, 30, "the session ready")
+    collab(
+        rt,
+        "task",
+        "create",
+        "--group",
+        group_id,
+        "--title",
+        "t",
+        "--content",
+        "MARK-LAUNCHED",
+        "--assignee",
+        made["session_id"],
+    )
+    wait_for(lambda: received(inbox), 30, "the assignment typed")
+    assert "MARK-LAUNCHED" in received(inbox)[0]["text"] and len(received(inbox)) == 1
     restored = collab(rt, "session", "restore", made["session_id"])["session"]
     assert restored["state"] == "ready"  # running exactly: unchanged
     assert os.path.samefile(restored["cwd"], work)
