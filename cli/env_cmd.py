@@ -104,12 +104,23 @@ INTEGRATION_ROWS: list[tuple[str, str, str] | tuple[str, str, str, str]] = [
      "pebrel integration groups"),
     ("integration create", "an identity for group team from a policy file; writes its credential",
      f"mkdir -p -m 700 {BRIDGE} && printf '{{\"id\":\"bridge\",\"groupId\":\"%s\","
-     f"\"permissions\":[\"task.read\",\"events.read\"],\"launchProfiles\":[]}}' "
-     f"\"{TEAM_ID}\" > {BRIDGE}/policy.json && pebrel integration create --file "
+     f"\"permissions\":[\"task.read\",\"events.read\",\"session.create\",\"session.read\","
+     f"\"session.restore\"],\"launchProfiles\":[{{\"id\":\"claude\",\"agentSlug\":\"claude\","
+     f"\"executable\":\"%s\",\"argv\":[],\"cwdRoots\":[\"%s\"],\"resumeArgv\":[\"--resume\","
+     f"\"{{sessionId}}\",\"{{launchArgs}}\"]}}]}}' \"{TEAM_ID}\" \"$(command -v claude)\" "
+     f"\"$HOME\" > {BRIDGE}/policy.json && pebrel integration create --file "
      f"{BRIDGE}/policy.json --credential-file {BRIDGE}/credential.json"),
     ("integration update", "replace its permissions and profiles from the edited policy file",
      f"pebrel integration update --file {BRIDGE}/policy.json"),
     ("integration list", "every identity (never a token)", "pebrel integration list"),
+    ("agent hooks install", "install Claude Code's hooks: how Pebrel learns its session ids",
+     "pebrel agent hooks install --kind claude"),
+    ("collab session create", "launch a session from the identity's profile in a new window",
+     "pebrel collab session create --launch-profile claude --cwd ~ --group team"),
+    ("collab session restore", "once it is ready: resume exactly its conversation (unchanged "
+     "while it runs)",
+     'until pebrel collab session get "$SESSION" | grep -q \'"state": *"ready"\'; do sleep 0.2;'
+     ' done; pebrel collab session restore "$SESSION"', WITH_IDS),
     ("collab events subscribe", "the identity's event stream, for 2 s (JSON lines)",
      f"{AS_BRIDGE} events subscribe --consumer main --jsonl --timeout 2s"),
     ("collab events ack", "ACK what the consumer stored: the last cursor it was sent",
@@ -243,6 +254,11 @@ def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
         *COLLAB_ROWS,
         *INTEGRATION_ROWS,
         ("agent start", "a second agent", "pebrel agent start reviewer --kind codex"),
+        (
+            "agent launch",
+            "type an agent's own command line into a new window (answers once typed)",
+            "pebrel agent launch launched --kind claude --cwd ~ -- claude --model sonnet",
+        ),
         (
             "agent delegate",
             "hand a task to another agent; its answer comes back to you by itself",
