@@ -19,6 +19,7 @@ import pytest
 from tests.collab_fixtures import collab, received
 from tests.conftest import Runtime, wait_for
 from tests.e2e.test_schema import problems
+from tests.integration_fixtures import listening
 from tests.session_fixtures import (
     CLAUDE_ARGV,
     Launcher,
@@ -209,3 +210,39 @@ def test_the_local_user_creates_from_a_groups_profile(
     restored = collab(rt, "session", "restore", made["session_id"])["session"]
     assert restored["state"] == "ready"  # running exactly: unchanged
     assert os.path.samefile(restored["cwd"], work)
+
+
+def test_restore_after_the_runtime_restarted(rt: Runtime, tmp_path: Path, work: Path) -> None:
+    """I4.3: the runtime restarted (its panes are gone, the collab store kept): the session is
+    offline with `runtime_restarted`, and restore resumes the same native id in a new
+    single-pane window of the new runtime, with the original argv and cwd."""
+    log = tmp_path / "argv.log"
+    launcher = wrapper(tmp_path, "claude-wrapper", log)
+    group_id = group(rt)
+    token = add_launcher(rt, group_id, [profile("claude", launcher, [work])])
+    link = Launcher(rt, "launcher", token)
+    try:
+        made = link.create("claude", work, "create-1")
+        ready = link.until(made["session_id"], "ready")
+    finally:
+        link.close()
+    assert rt.cli("runtime", "stop", timeout=60).code == 0
+    assert rt.cli("runtime", "start", timeout=60).code == 0
+    listening(rt)
+    link = Launcher(rt, "launcher", token)
+    try:
+        wait_for(
+            lambda: link.get(made["session_id"])["offline_reason"] == "runtime_restarted",
+            20,
+            "the session offline",
+        )
+        link.ok("session.restore", {"session": made["session_id"], "idempotency_key": "r-1"})
+        again = link.until(made["session_id"], "ready")
+        assert again["native_session_id"] == ready["native_session_id"]
+        bound = again["terminal_binding"]
+        assert bound["runtime_id"] != ready["terminal_binding"]["runtime_id"]
+        assert len(windows(rt)[bound["window_id"]]) == 1
+        assert logged(log)[-1] == ["--resume", ready["native_session_id"], *CLAUDE_ARGV]
+        assert again["online"] is True
+    finally:
+        link.close()
