@@ -191,13 +191,15 @@ CREATE TABLE IF NOT EXISTS idempotency (
 #: Columns added after version 1's tables were first made (`Store.add_columns`). The session
 #: launch columns (#18): the operation in flight (`operation_id`, `operation` create|restore,
 #: `launch_state` launching|launched|unknown, `deadline` Unix ms for the binding); the launch
-#: snapshot's native id Pebrel chose and the profile it came from; a principal's session cap.
+#: snapshot's native id Pebrel chose and the profile it came from; a principal's session cap;
+#: the current launch's startup input state (collab/startup.py).
 ADDED_COLUMNS: Final = (
     ("tasks", "external_message_id", "TEXT"),
     ("sessions", "operation_id", "TEXT"),
     ("sessions", "operation", "TEXT"),
     ("sessions", "launch_state", "TEXT"),
     ("sessions", "deadline", "INTEGER"),
+    ("sessions", "startup_input", "TEXT"),
     ("launch_snapshots", "created_native_id", "TEXT"),
     ("launch_snapshots", "agent_slug", "TEXT"),
     ("launch_snapshots", "profile_id", "TEXT"),

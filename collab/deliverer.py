@@ -9,7 +9,9 @@ message that waits holds back the later ones to the same session). For the head 
   must be online (collab/online.py); its agent must be `ready` (the runtime's readiness is per
   generation and stays true, so this waits only at the start of a generation: the first
   delivery to a session and the first after its CLI restarted); and nothing is typed while
-  the agent's state is `attention` or `waiting_input`. Busy/idle does not gate. The snapshot
+  the agent's state is `attention` or `waiting_input`. Busy/idle does not gate. A session
+  whose launch has a startup input condition waits for its screen instead of `ready`
+  (collab/startup.py; looked at every `startup.POLL_S`). The snapshot
   decides cheaply; right before writing, `agent.get` confirms it and gives the generation
   current now, to which the input is bound.
 - **Writing**: a `writing` stage row is committed, then one runtime call puts the whole text
@@ -44,7 +46,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pebrel.collab import delivery, tracking
+from pebrel.collab import delivery, startup, tracking
 from pebrel.collab.delivery import (
     DELIVERED,
     FAILED,
@@ -136,11 +138,12 @@ def input_call(agent_id: str, generation: int, text: str) -> tuple[str, dict[str
     return method, {"agent": agent_id, "generation": generation, "text": text, "submit": True}
 
 
-def agent_gate(agent: Mapping[str, Any]) -> str | None:
-    """Why nothing may be typed into this agent now (None: it may)."""
+def agent_gate(agent: Mapping[str, Any], screen_gated: bool = False) -> str | None:
+    """Why nothing may be typed into this agent now (None: it may). A session whose launch
+    has a startup condition waits for its screen instead of the agent's `ready`."""
     if agent.get("state") in GATED_STATES:
         return f"agent_{agent['state']}"
-    if not agent.get("ready"):
+    if not screen_gated and not agent.get("ready"):
         return "agent_not_ready"
     return None
 
@@ -172,6 +175,7 @@ class Deliverer:
         self.store = store
         self.terminal = terminal
         self.tracker = Tracker(store)
+        self.watch = startup.Watch(store, terminal)
         self.max_tries = max_tries
         self.backoff_s = backoff_s
         self.call_timeout_s = call_timeout_s
@@ -192,6 +196,7 @@ class Deliverer:
         failed = recover(self.store)
         if failed:
             logger.warning("%d deliveries were being written when the service stopped", failed)
+        startup.forget_matches(self.store)
         launches = tracking.recover_launches(self.store)
         if launches:
             logger.warning("%d session launches were in flight when the service stopped", launches)
@@ -314,6 +319,10 @@ class Deliverer:
             return
         if agent is None:
             self._waiting[head.message_id] = reason or "unknown"
+            # A screen condition needs looks stableMs apart: look again soon, not on wake-ups.
+            if reason in startup.WAITING.values():
+                await asyncio.sleep(startup.POLL_S)
+                return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), self.recheck_s)
             return
@@ -339,7 +348,14 @@ class Deliverer:
         if not online or seen is None:
             return why, None
         found = seen.agents.get(row["agent_id"])
-        why = agent_gate(found[1]) if found is not None else "pane_gone"
+        if found is None:
+            return "pane_gone", None
+        screen_gated = startup.state_of(row) is not None
+        if screen_gated:  # the launch's screen condition stands for readiness (I4.4)
+            why = await self.watch.check(row, found[0])
+            if why is not None:
+                return why, None
+        why = agent_gate(found[1], screen_gated)
         if why is not None:
             return why, None
         try:  # the snapshot may be 100 ms old: the runtime's own record, right before writing
@@ -352,7 +368,7 @@ class Deliverer:
             return "runtime_unavailable", None
         if agent.get("status") != "active":
             return "agent_exited", None
-        why = agent_gate(agent)
+        why = agent_gate(agent, screen_gated)
         return (why, None) if why is not None else (None, agent)
 
     async def _write(self, head: Head, agent: Mapping[str, Any]) -> None:

@@ -111,6 +111,15 @@ def column(row: RowLike, name: str) -> Any:
     return row[name] if name in keys else None
 
 
+def startup_input(row: RowLike) -> dict[str, Any] | None:
+    """The current launch's startup input state (collab/startup.py), None without one."""
+    raw = column(row, "startup_input")
+    if not raw:
+        return None
+    parsed: dict[str, Any] = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    return parsed
+
+
 def session_record(row: RowLike, snapshot: Mapping[str, Any] | None) -> dict[str, Any]:
     """A `sessions` row as the public session record, `online` computed from ``snapshot``.
 
@@ -137,6 +146,7 @@ def session_record(row: RowLike, snapshot: Mapping[str, Any] | None) -> dict[str
         "online": online,
         "offline_reason": reason,
         "terminal_binding": binding(row),
+        "startup_input": startup_input(row),
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
     }

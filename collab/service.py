@@ -41,8 +41,8 @@ INTEGRATION_PROTOCOL: Final = 1
 
 
 #: What this service can do, as `capabilities` says it (I1.7). The admin CLI refuses to
-#: configure what is false here. `startup_input_conditions` is false until deliveries wait
-#: for a profile's startupInput screen (#18): a policy may not carry one before then.
+#: configure what is false here. `startup_input_conditions`: the first delivery of a launch
+#: waits for its profile's startupInput screen (collab/startup.py, #18).
 FEATURES: Final = {
     "groups": True,
     "sessions": True,
@@ -52,7 +52,7 @@ FEATURES: Final = {
     "principals": True,
     "events_stream": True,
     "integration_policy_update": True,
-    "startup_input_conditions": False,
+    "startup_input_conditions": True,
 }
 
 

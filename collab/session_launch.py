@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from pebrel.collab import launch, refs, writes
+from pebrel.collab import launch, refs, startup, writes
 from pebrel.collab.handler import Ctx, Handler
 from pebrel.collab.online import session_record
 from pebrel.collab.principals import Principal
@@ -254,12 +254,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             f"{slug} cannot report its native session id: {missing}",
             {"agent_slug": slug},
         )
-    if profile.get("startupInput") is not None:
-        raise CollabError(
-            CollabCode.FEATURE_UNSUPPORTED,
-            "this version does not wait for a startupInput screen condition",
-            {"feature": "startup_input_conditions"},
-        )
+    condition = profile.get("startupInput")
     if await current_snapshot(ctx) is None:
         raise CollabError(
             CollabCode.SESSION_BACKEND_UNAVAILABLE, "the runtime did not answer; try again"
@@ -289,6 +284,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             "operation": "create",
             "launch_state": LAUNCHING,
             "deadline": w.tx.now + BINDING_TIMEOUT_MS,
+            "startup_input": None if condition is None else startup.pending(condition, w.tx.now),
             "created_at": w.tx.now,
             "updated_at": w.tx.now,
         }
@@ -301,7 +297,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
                 "argv": dumps(profile["argv"]),
                 "cwd": real,
                 "resume_argv": dumps(profile["resumeArgv"]),
-                "startup_input": None,
+                "startup_input": None if condition is None else dumps(condition),
                 "created_native_id": native,
                 "agent_slug": slug,
                 "profile_id": profile["id"],

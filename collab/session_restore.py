@@ -23,11 +23,12 @@ runtime (the exact id running: `ready` there; nothing: `failed` with AGENT_NOT_R
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pebrel.collab import launch, refs, rights, session_launch, writes
+from pebrel.collab import launch, refs, rights, session_launch, startup, writes
 from pebrel.collab.handler import Ctx, Handler
 from pebrel.collab.online import Seen, binding, panes, session_record
 from pebrel.collab.principals import Principal
@@ -39,7 +40,7 @@ from pebrel.collab.session_launch import (
     update,
 )
 from pebrel.collab.sessions import current_snapshot
-from pebrel.collab.store import dumps, new_id, now_ms
+from pebrel.collab.store import Tx, dumps, new_id, now_ms
 from pebrel.collab.terminal import TerminalUnavailable
 from pebrel.collab.tracking import LAUNCHED, LAUNCHING, UNKNOWN
 from pebrel.errors import CollabCode, CollabError, PebrelError
@@ -87,6 +88,26 @@ def restore_target(
 
 #: A pane's task states in which its shell is not at its prompt.
 BUSY: Final = frozenset({"running", "attention", "waiting_input"})
+
+
+def launch_condition(
+    tx: Tx, session_id: str, holder: Principal | None, snap: refs.Row
+) -> dict[str, Any] | None:
+    """The startup condition this restore's launch waits for: the snapshot's own; for a
+    snapshot without one, the one its profile (same id, same identity) holds now, which is
+    then added to the snapshot (a policy update reaches a session at its next real restore
+    launch, I4.4). Nothing else of the snapshot ever changes."""
+    if snap["startup_input"]:
+        kept: dict[str, Any] = json.loads(snap["startup_input"])
+        return kept
+    profiles = holder.launch_profiles if holder is not None else ()
+    added = next((p.get("startupInput") for p in profiles if p["id"] == snap["profile_id"]), None)
+    if added is not None:
+        tx.execute(
+            "UPDATE launch_snapshots SET startup_input = ? WHERE session_id = ?",
+            (dumps(added), session_id),
+        )
+    return added
 
 
 async def restore(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
@@ -174,10 +195,13 @@ async def restore(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         now = refs.session(w.tx, session_id)
         if in_progress(now):
             raise busy_error(now)
-        if now["state"] == "failed" and principal_id is not None:
-            holder = refs.one(w.tx, "SELECT * FROM principals WHERE id = ?", (principal_id,))
-            if holder is not None:
-                require_room(w.tx, Principal.from_row(holder))
+        holder = None
+        if principal_id is not None:
+            found = refs.one(w.tx, "SELECT * FROM principals WHERE id = ?", (principal_id,))
+            holder = None if found is None else Principal.from_row(found)
+        if now["state"] == "failed" and holder is not None:
+            require_room(w.tx, holder)
+        condition = launch_condition(w.tx, session_id, holder, snap)
         operation_id = new_id("op")
         update(
             w.tx,
@@ -189,6 +213,9 @@ async def restore(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
                 "operation_id": operation_id,
                 "launch_state": LAUNCHING,
                 "deadline": w.tx.now + session_launch.BINDING_TIMEOUT_MS,
+                "startup_input": None
+                if condition is None
+                else startup.pending(condition, w.tx.now),
             },
             ctx,
         )

@@ -84,12 +84,6 @@ class World:
                 agentSlug="codex",
                 resumeArgv=["resume", "{sessionId}", "{launchArgs}"],
             ),
-            profile(
-                "screen",
-                ok,
-                roots,
-                startupInput={"allOf": ["? for shortcuts"]},
-            ),
         ]
         self.token = add_launcher(rt, self.group_id, profiles)
         self.link = Launcher(rt, "launcher", self.token)
@@ -181,7 +175,6 @@ def test_create_refusals_leave_nothing_behind(world: World, tmp_path: Path) -> N
     world.refused_create("LAUNCHER_UNAVAILABLE", "plain", repo)
     codex = world.refused_create("COLLAB_AGENT_UNAVAILABLE", "codex", repo)
     assert "pebrel agent hooks install --kind codex" in codex["error"]
-    world.refused_create("FEATURE_UNSUPPORTED", "screen", repo)
     # Without session.create: refused whatever the profile.
     other = add_launcher(
         world.rt, world.group_id, [], principal_id="reader", permissions=["session.read"]

@@ -58,6 +58,7 @@ class Fake:
         self.session_known = self.resumed or not os.environ.get("FAKE_AGENT_SESSION_AFTER_PROMPT")
         self.work_s = int(os.environ.get("FAKE_AGENT_WORK_MS", "300")) / 1000
         self.start_s = int(os.environ.get("FAKE_AGENT_START_MS", "0")) / 1000
+        self.loading_s = int(os.environ.get("FAKE_AGENT_LOADING_MS", "0")) / 1000
         self.prompt_delay_s = int(os.environ.get("FAKE_AGENT_PROMPT_DELAY_MS", "0")) / 1000
         self.stop_delay_s = int(os.environ.get("FAKE_AGENT_STOP_DELAY_MS", "0")) / 1000
         self.received_log = os.environ.get("FAKE_AGENT_RECEIVED_LOG")
@@ -140,6 +141,18 @@ class Fake:
         time.sleep(self.stop_delay_s)  # the turn's end reported late (FAKE_AGENT_STOP_DELAY_MS)
         self.report("stop", f"final: {text}")
 
+    def load(self) -> None:
+        """Like some real TUIs: ready by its hooks, yet still loading for a while, dropping
+        every byte typed meanwhile (FAKE_AGENT_LOADING_MS)."""
+        import select
+
+        self.out("Loading model...")
+        deadline = time.monotonic() + self.loading_s
+        while (left := deadline - time.monotonic()) > 0:
+            if select.select([0], [], [], left)[0] and not os.read(0, 4096):
+                break
+        self.out("\r\x1b[2K")
+
     def run(self) -> int:
         if self.start_s:
             time.sleep(self.start_s)  # a slow start (FAKE_AGENT_START_MS)
@@ -152,6 +165,8 @@ class Fake:
         resumed = "resumed " if self.resumed else ""
         self.out(f"Fake {self.kind} (a Pebrel test stand-in), {resumed}session {shown}\n\n")
         self.report("start")
+        if self.loading_s:
+            self.load()
         while True:
             self.out(f"{INPUT_HINTS[self.kind]}\n> ")
             line = self.read_line()

@@ -271,7 +271,7 @@ def test_capabilities_for_a_principal(world: World) -> None:
     assert caps["features"]["principals"] is True
     assert caps["features"]["events_stream"] is True
     assert caps["features"]["integration_policy_update"] is True
-    assert caps["features"]["startup_input_conditions"] is False
+    assert caps["features"]["startup_input_conditions"] is True
     assert caps["principal"] == {
         "id": "bridge",
         "group_id": team,

@@ -128,7 +128,7 @@ def test_capabilities(world: World) -> None:
     assert caps["integration_protocol"] == 1 and caps["local_only"] is True
     assert caps["caller"] == {"kind": "user"}
     assert caps["features"]["tasks"] is True and caps["features"]["principals"] is True
-    assert caps["features"]["startup_input_conditions"] is False  # #18 gates deliveries
+    assert caps["features"]["startup_input_conditions"] is True  # collab/startup.py, #18
 
 
 def test_register_reads_a_fresh_snapshot_when_the_seen_one_lacks_the_pane(world: World) -> None:
