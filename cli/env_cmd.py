@@ -192,6 +192,11 @@ def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
         ("ctl split", "split the focused pane", f"pebrel ctl split --window {w} --direction right"),
         ("pane split", "split a given pane", f"pebrel pane split {target} --direction down"),
         (
+            "pane wait-any",
+            "the first of several panes to reach a state (W:P or P each)",
+            f"pebrel pane wait-any {w}:{p + 1} {w}:{p} --state settled --timeout-ms 5000",
+        ),
+        (
             "pane zoom",
             "zoom a pane to its tab (explicit)",
             f"pebrel pane zoom {target} --zoomed true",

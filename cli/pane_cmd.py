@@ -161,6 +161,35 @@ def wait(
     call(req, pretty)
 
 
+def pane_ref(value: str) -> tuple[int | None, int]:
+    """`P` or `W:P` as (window_id, pane_id)."""
+    window, _, pane = value.rpartition(":")
+    try:
+        window_id = int(window) if window else None
+        pane_id = int(pane)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not P or W:P", param_hint="PANES") from None
+    if pane_id < 1 or (window_id is not None and window_id < 1):
+        raise click.BadParameter(f"{value!r}: ids start at 1", param_hint="PANES")
+    return window_id, pane_id
+
+
+@pane.command("wait-any")
+@click.argument("panes", nargs=-1, required=True)
+@wait_state_option
+@wait_timeout_option
+@pretty_option
+def wait_any(panes: tuple[str, ...], state: str, timeout_ms: int, pretty: bool) -> None:
+    """Wait until the first of PANES (each P or W:P) reaches a task state.
+
+    Each pane counts from its state now: one already in the state answers at once (the first
+    listed wins). The answer names the pane and its index in PANES."""
+    req = params.pane_wait_any(
+        targets=[pane_ref(p) for p in panes], state=state, timeout_ms=timeout_ms
+    )
+    call(req, pretty)
+
+
 @pane.command("run")
 @pane_arg
 @click.argument("command")

@@ -211,6 +211,20 @@ def pane_wait(
     return Request("pane.wait", params, wait_timeout_s(wait_ms, CLI_WAIT_TIMEOUT_MS))
 
 
+def pane_wait_any(
+    *,
+    targets: list[tuple[int | None, int]],
+    state: str,
+    timeout_ms: int | None = None,
+) -> Request:
+    """pane.wait_any over (window_id, pane_id) targets, each counting from its current state
+    (no after_seq: a target already in the state answers at once)."""
+    wait_ms = CLI_WAIT_TIMEOUT_MS if timeout_ms is None else timeout_ms
+    listed = [prune(window_id=window_id, pane_id=pane_id) for window_id, pane_id in targets]
+    params = prune(targets=listed, state=state, timeout_ms=wait_ms)
+    return Request("pane.wait_any", params, wait_timeout_s(wait_ms, CLI_WAIT_TIMEOUT_MS))
+
+
 def pane_wait_after(
     submission: Request, result: Params, state: str, after_seq: int | None, timeout_ms: int | None
 ) -> Request:

@@ -113,6 +113,18 @@ class PaneWaitParams(PaneTarget):
     after_seq: NotRequired[int]
 
 
+class WaitAnyTarget(PaneTarget):
+    after_seq: NotRequired[int]
+
+
+class PaneWaitAnyParams(TypedDict):
+    """pane.wait_any (#20): the first of several panes to reach a state."""
+
+    targets: list[WaitAnyTarget]
+    state: WaitTarget
+    timeout_ms: NotRequired[int]
+
+
 class PaneRunParams(PaneTarget):
     command: str
     wait: NotRequired[bool]

@@ -22,6 +22,7 @@ from pebrel.router.handlers import (
     orchestrate,
     pane_io,
     tab,
+    wait_any,
     window,
 )
 from pebrel.router.handlers import exec as exec_handlers
@@ -34,6 +35,7 @@ METHODS: dict[str, Method] = {
     **tab.METHODS,
     **pane_handlers.METHODS,
     **pane_io.METHODS,
+    **wait_any.METHODS,
     **exec_handlers.METHODS,
     **keys.METHODS,
     **layout_ops.METHODS,

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,17 +85,23 @@ class Runtime:
 
     async def next_change(self, pane: Pane, timeout_s: float) -> bool:
         """Wait for the next fact about `pane`; False on timeout."""
+        return await self.next_change_any((pane,), timeout_s)
+
+    async def next_change_any(self, panes: Sequence[Pane], timeout_s: float) -> bool:
+        """Wait for the next fact about any of `panes`; False on timeout."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._changed.setdefault(pane.key, []).append(fut)
+        for pane in panes:
+            self._changed.setdefault(pane.key, []).append(fut)
         try:
             await asyncio.wait_for(fut, max(timeout_s, 0))
             return True
         except TimeoutError:
             return False
         finally:
-            waiters = self._changed.get(pane.key)
-            if waiters and fut in waiters:
-                waiters.remove(fut)
+            for pane in panes:
+                waiters = self._changed.get(pane.key)
+                if waiters and fut in waiters:
+                    waiters.remove(fut)
 
     def schedule_expiry(self, pane: Pane) -> None:
         def expire() -> None:

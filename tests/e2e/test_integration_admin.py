@@ -182,7 +182,8 @@ def test_the_credential_file_must_be_new(runtime: Runtime, tmp_path: Path) -> No
 
 def test_a_refused_policy_leaves_no_credential(runtime: Runtime, tmp_path: Path) -> None:
     """I1.2: INVALID_POLICY names the field; the credential file made for it is removed.
-    A profile's startupInput is refused while the service cannot wait for it (I1.5)."""
+    A startupInput out of range is refused the same way (I4.4); a service that cannot wait
+    for one refuses it too (tests/unit/test_integration_cli.py)."""
     group_id = team(runtime)
     out = tmp_path / "c.json"
     bad = a_policy(group_id)
@@ -206,11 +207,11 @@ def test_a_refused_policy_leaves_no_credential(runtime: Runtime, tmp_path: Path)
     assert not os.path.lexists(out)
 
     gated = a_policy(group_id)
-    gated["launchProfiles"][0]["startupInput"] = {"allOf": ["ready"]}
+    gated["launchProfiles"][0]["startupInput"] = {"allOf": ["ready"], "stableMs": 1}
     gated_file = str(write_json(tmp_path / "gated.json", gated))
     done = integration(runtime, "create", "--file", gated_file, "--credential-file", str(out))
-    error = refused(done, "FEATURE_UNSUPPORTED")
-    assert error["details"]["feature"] == "startup_input_conditions"
+    error = refused(done, "INVALID_POLICY")
+    assert error["details"]["field"] == "launchProfiles[0].startupInput.stableMs"
     assert not os.path.lexists(out)
     assert ok(integration(runtime, "list"))["principals"] == []
 

@@ -184,6 +184,7 @@ def test_real_results_match_the_schema(runtime: Runtime, tmp_path: Path) -> None
         },
     )
     call("pane.read", {"window_id": 1, "pane_id": 1, "lines": 20})
+    call("pane.wait_any", {"targets": [{"window_id": 1, "pane_id": 1}], "state": "settled"})
     call("pane.exec", {"window_id": 1, "pane_id": 1, "argv": ["sh", "-c", "echo o; echo e >&2"]})
     call("pane.procs", {"window_id": 1, "pane_id": 1})
     call("pane.resize", {"window_id": 1, "pane_id": 1, "ratio": 0.4})
