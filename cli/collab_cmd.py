@@ -189,7 +189,8 @@ def session_create(
         idempotency_key,
         pretty,
         launch_profile=profile,
-        cwd=os.path.abspath(cwd),
+        # Made absolute without collapsing `..` (the service resolves symbolic links first).
+        cwd=cwd if os.path.isabs(cwd) else os.path.join(os.getcwd(), cwd),
         group=group_ref,
         integration=integration,
     )

@@ -223,11 +223,13 @@ class Deliverer:
         await asyncio.gather(*waited, return_exceptions=True)
 
     async def _expire(self) -> None:
-        """Once a second: fail the session launches past their binding deadline."""
+        """Once a second: fail the session launches past their binding deadline, and time out
+        the startup conditions past theirs."""
         while True:
             await asyncio.sleep(EXPIRY_CHECK_S)
             try:
                 tracking.expire(self.store)
+                startup.expire(self.store)
             except PebrelError as exc:
                 logger.warning("session deadlines could not commit: %s", exc.message)
 
@@ -350,12 +352,13 @@ class Deliverer:
         found = seen.agents.get(row["agent_id"])
         if found is None:
             return "pane_gone", None
-        screen_gated = startup.state_of(row) is not None
-        if screen_gated:  # the launch's screen condition stands for readiness (I4.4)
-            why = await self.watch.check(row, found[0])
+        if startup.state_of(row) is not None:  # the launch's screen condition (I4.4)
+            why = await self.watch.check(row, found[0], found[1].get("generation"))
             if why is not None:
                 return why, None
-        why = agent_gate(found[1], screen_gated)
+        # A screen seen matching stands for the readiness of the generation it was seen with.
+        released = self.watch.released.get(session_id)
+        why = agent_gate(found[1], released == found[1].get("generation"))
         if why is not None:
             return why, None
         try:  # the snapshot may be 100 ms old: the runtime's own record, right before writing
@@ -368,7 +371,7 @@ class Deliverer:
             return "runtime_unavailable", None
         if agent.get("status") != "active":
             return "agent_exited", None
-        why = agent_gate(agent, screen_gated)
+        why = agent_gate(agent, released is not None and released == agent.get("generation"))
         return (why, None) if why is not None else (None, agent)
 
     async def _write(self, head: Head, agent: Mapping[str, Any]) -> None:

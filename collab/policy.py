@@ -48,6 +48,8 @@ MAX_ROOTS: Final = 32
 MAX_TEXT: Final = 4096
 #: startupInput (I4.4).
 MAX_SCREEN_TEXTS: Final = 16
+#: Arguments that pick "the most recent" conversation instead of an exact one (I4.2).
+RECENT: Final = ("--last", "--continue")
 SCREEN_TEXT_CHARS: Final = (1, 256)
 STABLE_MS: Final = (500, 5000)
 STABLE_MS_DEFAULT: Final = 1000
@@ -164,8 +166,8 @@ class Checker:
         if len(args) > MAX_ARGS:
             self.bad(path, f"at most {MAX_ARGS} arguments")
         for i, arg in enumerate(args):
-            if arg == "--last" or arg.startswith("--last="):
-                self.bad(f"{path}[{i}]", "--last is refused: a session resumes by its exact id")
+            if arg in RECENT or arg.startswith(tuple(f"{flag}=" for flag in RECENT)):
+                self.bad(f"{path}[{i}]", f"{arg} is refused: a session resumes by its exact id")
             for mark in PLACEHOLDERS:
                 if mark in arg and arg != mark:
                     self.bad(f"{path}[{i}]", f"{mark} must be a whole argument")
@@ -198,6 +200,8 @@ class Checker:
             self.bad(path, f"at most {MAX_SCREEN_TEXTS} texts")
         if any(len(text) < low for text in texts):
             self.bad(path, f"each text has {low}-{high} characters")
+        if any(not text.strip() for text in texts):
+            self.bad(path, "a text of blanks only would match almost any screen")
         return texts
 
     def startup_input(self, value: Any, path: str) -> dict[str, Any] | None:
@@ -206,7 +210,7 @@ class Checker:
         if found is None:
             return None
         self.keys(found, STARTUP_KEYS, path)
-        return {
+        checked = {
             "allOf": self.screen_texts(found.get("allOf", []), f"{path}.allOf", True),
             "noneOf": self.screen_texts(found.get("noneOf", []), f"{path}.noneOf", False),
             "stableMs": self.integer(
@@ -216,6 +220,13 @@ class Checker:
                 found.get("timeoutMs", TIMEOUT_MS_DEFAULT), f"{path}.timeoutMs", TIMEOUT_MS
             ),
         }
+        all_of, none_of = checked["allOf"] or [], checked["noneOf"] or []
+        for text in sorted(set(all_of) & set(none_of)):
+            self.bad(f"{path}.noneOf", f"{text!r} is in allOf too: the screen could never match")
+        stable, timeout = checked["stableMs"], checked["timeoutMs"]
+        if isinstance(stable, int) and isinstance(timeout, int) and stable > timeout:
+            self.bad(f"{path}.stableMs", "is longer than timeoutMs: it could never be observed")
+        return checked
 
     def profile(self, value: Any, path: str) -> dict[str, Any] | None:
         found = self.mapping(value, path)

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from pebrel.collab import launch, refs, startup, writes
 from pebrel.collab.handler import Ctx, Handler
-from pebrel.collab.online import session_record
+from pebrel.collab.online import Seen, reach, session_record
 from pebrel.collab.principals import Principal
 from pebrel.collab.principals import current as current_principal
 from pebrel.collab.sessions import current_snapshot
@@ -51,7 +51,7 @@ BINDING_TIMEOUT_MS: Final = 120_000
 NOT_BOUND: Final = dict.fromkeys(
     ("runtime_id", "window_id", "tab_index", "pane_id", "shell_pid", "agent_pid")
 )
-#: The states in which a session holds a place under its principal's `maxSessions`.
+#: The states in which a session may hold a place under its principal's `maxSessions`.
 LIVE: Final = ("starting", "binding_pending", "ready", "restoring")
 
 #: agent.launch's refusal reasons and what they mean for a session (I4.2).
@@ -72,6 +72,13 @@ def profile_of(ctx: Ctx, params: Mapping[str, Any]) -> tuple[Principal, dict[str
     profile_id = refs.text(params, "launch_profile")
     if ctx.actor.kind == "principal":
         assert ctx.actor.principal_id is not None
+        if params.get("integration") is not None:
+            raise CollabError(
+                CollabCode.INVALID_ARGUMENT,
+                "an integration identity uses its own launch profiles: integration is the local"
+                " user's",
+                {"param": "integration"},
+            )
         candidates = [current_principal(ctx.store, ctx.actor.principal_id)]
     else:  # the local user (rights.USER_ONLY)
         group_ref = refs.opt_text(params, "group")
@@ -138,18 +145,21 @@ def update(tx: Tx, session_id: str, change: Mapping[str, Any], ctx: Ctx | None =
     apply(tx, dict(row), change, None, None if ctx is None else ctx.actor.wire())
 
 
-def fail(ctx: Ctx, session_id: str, operation_id: str, code: CollabCode) -> None:
-    """The operation ended without a launch: the session fails with ``code`` (if the
-    operation is still the session's)."""
+def settle(ctx: Ctx, session_id: str, operation_id: str, change: Mapping[str, Any]) -> None:
+    """Write ``change`` if the operation is still the session's."""
     with ctx.store.write() as tx:
-        row = refs.session(tx, session_id)
-        if row["operation_id"] == operation_id:
-            update(
-                tx,
-                session_id,
-                {"state": "failed", "error_code": str(code), "launch_state": LAUNCHED},
-                ctx,
-            )
+        if refs.session(tx, session_id)["operation_id"] == operation_id:
+            update(tx, session_id, change, ctx)
+
+
+def fail(ctx: Ctx, session_id: str, operation_id: str, code: CollabCode) -> None:
+    """The launch ended without an agent: the session fails with ``code``."""
+    settle(
+        ctx,
+        session_id,
+        operation_id,
+        {"state": "failed", "error_code": str(code), "launch_state": LAUNCHED},
+    )
 
 
 def refusal_code(exc: PebrelError) -> CollabCode:
@@ -163,39 +173,46 @@ def refusal_code(exc: PebrelError) -> CollabCode:
 
 
 async def run_launch(
-    ctx: Ctx, session_id: str, operation_id: str, params: dict[str, Any], unknown: CollabCode
+    ctx: Ctx,
+    session_id: str,
+    operation_id: str,
+    params: dict[str, Any],
+    revert: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Call `agent.launch` and write its outcome; the session's record."""
+    """Call `agent.launch` and write its outcome; the session's record.
+
+    A create (``revert`` None) whose launch the runtime refused fails the session with the
+    refusal's code, and one whose outcome is unknown (the link closed, the runtime timed out)
+    fails it with SESSION_CREATE_OUTCOME_UNKNOWN. A restore gives ``revert``, the session's
+    columns before it: a refusal puts them back (nothing was typed), an unknown outcome leaves
+    `launch_state unknown` (INTEGRATION_RUNTIME_UNAVAILABLE)."""
     try:
         launched = await ctx.terminal.call("agent.launch", params)
-    except TerminalUnavailable as exc:
-        # Whether the line was typed is unknown: never typed again.
-        if unknown == CollabCode.SESSION_CREATE_OUTCOME_UNKNOWN:
-            fail(ctx, session_id, operation_id, unknown)
-        else:
-            with ctx.store.write() as tx:
-                update(tx, session_id, {"launch_state": UNKNOWN})
-        raise CollabError(
-            unknown,
-            f"the runtime link closed while session {session_id} was being launched; its"
-            " outcome is unknown",
-            {"session_id": session_id},
-        ) from exc
-    except PebrelError as exc:
-        if exc.code == ErrorCode.RUNTIME_TIMEOUT:
-            fail(ctx, session_id, operation_id, CollabCode.SESSION_CREATE_OUTCOME_UNKNOWN)
-        else:
-            code = refusal_code(exc)
-            fail(ctx, session_id, operation_id, code)
-            raise CollabError(  # the runtime's message, never wrapper output or internals
+    except (TerminalUnavailable, PebrelError) as exc:
+        refused = isinstance(exc, PebrelError) and exc.code != ErrorCode.RUNTIME_TIMEOUT
+        if not refused:  # whether the line was typed is unknown: it is never typed again
+            if revert is None:
+                code = CollabCode.SESSION_CREATE_OUTCOME_UNKNOWN
+                fail(ctx, session_id, operation_id, code)
+            else:
+                code = CollabCode.INTEGRATION_RUNTIME_UNAVAILABLE
+                settle(ctx, session_id, operation_id, {"launch_state": UNKNOWN})
+            raise CollabError(
                 code,
-                f"the runtime did not launch session {session_id}: {exc.message}",
-                {"session_id": session_id, "runtime_code": str(exc.code)},
+                f"the runtime did not answer while session {session_id} was being launched;"
+                " whether its command was typed is unknown",
+                {"session_id": session_id},
             ) from exc
-        raise CollabError(
-            CollabCode.SESSION_CREATE_OUTCOME_UNKNOWN,
-            f"the runtime did not answer in time while session {session_id} was being launched",
-            {"session_id": session_id},
+        assert isinstance(exc, PebrelError)
+        code = refusal_code(exc)
+        if revert is None:
+            fail(ctx, session_id, operation_id, code)
+        else:
+            settle(ctx, session_id, operation_id, revert)
+        raise CollabError(  # the runtime's message, never wrapper output or internals
+            code,
+            f"the runtime did not launch session {session_id}: {exc.message}",
+            {"session_id": session_id, "runtime_code": str(exc.code)},
         ) from exc
     agent = launched["agent"]
     bound = {
@@ -220,15 +237,32 @@ async def run_launch(
                     "launch_state": LAUNCHED,
                 },
             )
-    return record_of(ctx, session_id, ctx.terminal.snapshot())
+    try:  # the record as the runtime is now (the snapshot seen last may predate the pane)
+        fresh: dict[str, Any] | None = await ctx.terminal.call("runtime.snapshot", {})
+    except (TerminalUnavailable, PebrelError):
+        fresh = ctx.terminal.snapshot()
+    return record_of(ctx, session_id, fresh)
 
 
-def require_room(tx: Tx, principal: Principal) -> None:
-    live = tx.read(
-        f"SELECT count(*) FROM sessions WHERE principal_id = ? AND state IN {LIVE!r}",
-        (principal.id,),
-    )[0][0]
-    if int(live) >= principal.max_sessions:
+def require_room(
+    tx: Tx, principal: Principal, snapshot: Mapping[str, Any] | None, but: str | None = None
+) -> None:
+    """INTEGRATION_SESSION_LIMIT when the principal already holds `maxSessions` live sessions
+    (other than ``but``): each one being launched or restored, and each `binding_pending` or
+    `ready` one whose agent still runs in its pane (online in ``snapshot``; all of them when
+    no snapshot was seen yet). A session whose agent exited or whose pane is gone holds no
+    place until it is restored."""
+    seen = None if snapshot is None else Seen.of(snapshot)
+    rows = tx.read(
+        f"SELECT * FROM sessions WHERE principal_id = ? AND state IN {LIVE!r} AND id != ?",
+        (principal.id, but or ""),
+    )
+    live = sum(
+        1
+        for row in rows
+        if row["state"] in ("starting", "restoring") or seen is None or reach(row, seen)[0]
+    )
+    if live >= principal.max_sessions:
         raise CollabError(
             CollabCode.INTEGRATION_SESSION_LIMIT,
             f"integration identity {principal.id!r} holds {live} live sessions, its limit"
@@ -264,7 +298,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     made: dict[str, str] = {}
 
     def body(w: writes.Write) -> dict[str, Any]:
-        require_room(w.tx, principal)
+        require_room(w.tx, principal, ctx.terminal.snapshot())
         session_id, operation_id = new_id("ses"), new_id("op")
         row = {
             "id": session_id,
@@ -312,9 +346,7 @@ async def create(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         return replay_of(ctx, result)
     session_id = made["session_id"]
     call = {"name": session_id, "kind": slug, "argv": command, "cwd": real}
-    return await run_launch(
-        ctx, session_id, made["operation_id"], call, CollabCode.SESSION_CREATE_OUTCOME_UNKNOWN
-    )
+    return await run_launch(ctx, session_id, made["operation_id"], call)
 
 
 HANDLERS: Final[dict[str, Handler]] = {

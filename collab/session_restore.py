@@ -14,7 +14,8 @@ snapshot first:
 
 Refused before that: a registered session (EXACT_RESUME_UNSUPPORTED: Pebrel has no resume
 command for it), one whose native id never came (NATIVE_SESSION_ID_MISSING), whose cwd is
-gone (SESSION_CWD_MISSING), or with an operation in flight (SESSION_OPERATION_IN_PROGRESS).
+gone (SESSION_CWD_MISSING) or no longer its real path (SESSION_CWD_DENIED: a directory on the
+way became a symbolic link), or with an operation in flight (SESSION_OPERATION_IN_PROGRESS).
 Then the intent (`restoring`, a new `operation_id`) is durable before the command is typed,
 as for a create. A restore interrupted by a service stop or a lost runtime link leaves
 `launch_state unknown`: further restores are refused until `session get` looked at the
@@ -86,6 +87,8 @@ def restore_target(
     return running, own
 
 
+#: What a restore the runtime refused puts back as it was (nothing was typed).
+REVERTED: Final = ("state", "error_code", "launch_state", "deadline", "startup_input")
 #: A pane's task states in which its shell is not at its prompt.
 BUSY: Final = frozenset({"running", "attention", "waiting_input"})
 
@@ -144,6 +147,14 @@ async def restore(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
             f"the cwd of session {session_id} is gone",
             {"session_id": session_id, "cwd": snap["cwd"]},
         )
+    if os.path.realpath(str(snap["cwd"])) != snap["cwd"]:
+        # It was a real path inside the profile's roots at create; a directory on the way
+        # has since become a symbolic link, which could lead anywhere.
+        raise CollabError(
+            CollabCode.SESSION_CWD_DENIED,
+            f"the cwd of session {session_id} now resolves elsewhere (a symbolic link)",
+            {"session_id": session_id, "cwd": snap["cwd"]},
+        )
     try:
         snapshot = await ctx.terminal.call("runtime.snapshot", {})
     except (TerminalUnavailable, PebrelError) as exc:
@@ -190,6 +201,7 @@ async def restore(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         )
     principal_id = row["principal_id"]
     made: dict[str, str] = {}
+    prior: dict[str, Any] = {}
 
     def body(w: writes.Write) -> dict[str, Any]:
         now = refs.session(w.tx, session_id)
@@ -199,9 +211,10 @@ async def restore(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
         if principal_id is not None:
             found = refs.one(w.tx, "SELECT * FROM principals WHERE id = ?", (principal_id,))
             holder = None if found is None else Principal.from_row(found)
-        if now["state"] == "failed" and holder is not None:
-            require_room(w.tx, holder)
+        if holder is not None:
+            require_room(w.tx, holder, snapshot, but=session_id)
         condition = launch_condition(w.tx, session_id, holder, snap)
+        prior.update({k: now[k] for k in REVERTED})
         operation_id = new_id("op")
         update(
             w.tx,
@@ -225,9 +238,7 @@ async def restore(ctx: Ctx, params: dict[str, Any]) -> dict[str, Any]:
     result = await writes.perform(ctx, method, params, body)
     if not made:
         return replay_of(ctx, result)
-    return await run_launch(
-        ctx, session_id, made["operation_id"], call, CollabCode.INTEGRATION_RUNTIME_UNAVAILABLE
-    )
+    return await run_launch(ctx, session_id, made["operation_id"], call, prior)
 
 
 # -- get, and what a restart left ------------------------------------------------------------------

@@ -18,7 +18,9 @@ watch keeps looking, so a screen that matches later still turns it `observed`.
 
 `matched_since` is kept in memory and mirrored in the record; a service restart forgets it
 (`forget_matches`). Each state change appends `session.startup_input` with the record. The
-condition gates only the first delivery of a launch: once `observed`, deliveries go as usual.
+condition gates only the first delivery of a launch: once `observed`, deliveries go as usual,
+and the matching screen stands for the agent's readiness only for the generation it was seen
+with (a CLI restarted by hand in the pane waits for its own readiness again).
 """
 
 from __future__ import annotations
@@ -120,6 +122,24 @@ def forget_matches(store: Store) -> int:
     return len(rows)
 
 
+def expire(store: Store, now: int | None = None) -> int:
+    """Conditions past their deadline without a waiting delivery to look: `timed_out` (a later
+    delivery still looks, and a match still releases it). Returns how many."""
+    when = now_ms() if now is None else now
+    late = [
+        (row["id"], state)
+        for row in store.read(
+            "SELECT id, startup_input FROM sessions WHERE startup_input IS NOT NULL"
+        )
+        if (state := state_of(row)) is not None
+        and state["state"] == PENDING
+        and int(state["deadline"]) <= when
+    ]
+    for session_id, state in late:
+        Watch.write(store, str(session_id), {**state, "state": TIMED_OUT}, True)
+    return len(late)
+
+
 class Watch:
     """The deliverer's looks at waiting sessions' screens."""
 
@@ -128,10 +148,16 @@ class Watch:
         self.terminal = terminal
         #: When each session's screen began to match, as observed by this process.
         self.since: dict[str, int] = {}
+        #: The agent generation each session's condition was observed with (memory only: after
+        #: a restart, or for a later generation, the agent's own readiness gates as usual).
+        self.released: dict[str, int] = {}
 
-    async def check(self, row: RowLike, pane: Mapping[str, Any]) -> str | None:
+    async def check(
+        self, row: RowLike, pane: Mapping[str, Any], generation: int | None = None
+    ) -> str | None:
         """None when the session's condition is observed (or it has none); else the waiting
-        reason, after one more look at the screen."""
+        reason, after one more look at the screen. ``generation``: the agent's, noted when the
+        condition is observed (`released`)."""
         state = state_of(row)
         if state is None or state["state"] == OBSERVED:
             return None
@@ -164,15 +190,18 @@ class Watch:
         if state["state"] == PENDING and change.get("state") != OBSERVED and late:
             change["state"] = TIMED_OUT
         if change:
-            self.write(session_id, {**state, **change}, "state" in change)
+            self.write(self.store, session_id, {**state, **change}, "state" in change)
         final = change.get("state", state["state"])
         if final == OBSERVED:
             self.since.pop(session_id, None)
+            if generation is not None:
+                self.released[session_id] = generation
             return None
         return WAITING[str(final)]
 
-    def write(self, session_id: str, state: dict[str, Any], announce: bool) -> None:
-        with self.store.write() as tx:
+    @staticmethod
+    def write(store: Store, session_id: str, state: dict[str, Any], announce: bool) -> None:
+        with store.write() as tx:
             tx.execute(
                 "UPDATE sessions SET startup_input = ?, updated_at = ? WHERE id = ?",
                 (dumps(state), tx.now, session_id),

@@ -8,7 +8,9 @@ it answers once the line is typed: whether the agent comes up is for the caller 
 
 - Without `pane_id` it opens a new window with one pane in `cwd`; with one it reuses that
   pane, which must be the only pane of its window and (with `shell_pid`) still run the same
-  shell, and types `cd -- CWD && ...`.
+  shell: it empties the prompt's line (Ctrl-E Ctrl-U: nothing typed there before joins the
+  command) and types `cd -- CWD && clear && ...` (the screen then holds this launch's output
+  only, which startup input conditions read).
 - Either way the line is typed only into a shell idle at its prompt that holds the
   terminal's foreground (read from /proc right before typing). A refusal is `invalid_state`
   with `details.reason`: `not_single_pane`, `shell_changed`, `not_at_prompt` or
@@ -29,7 +31,7 @@ from pebrel.router.handlers import Handler, Result
 from pebrel.router.handlers.agent import record
 from pebrel.router.handlers.agent_start import claim_name, launch_agent, settle_prompt
 from pebrel.router.handlers.exec import terminal_foreground_group
-from pebrel.router.handlers.input_common import pane_ids, require_live
+from pebrel.router.handlers.input_common import pane_ids, require_live, write_input, writing
 from pebrel.router.handlers.window import close as close_window
 from pebrel.router.handlers.window import open_window
 from pebrel.router.runtime import Runtime
@@ -96,7 +98,11 @@ async def launch(rt: Runtime, params: AgentLaunchParams) -> Result:
     try:
         await settle_prompt(rt, pane)
         shell_ready(pane)
-        line = shlex.join(argv) if opened else f"cd -- {shlex.quote(cwd)} && {shlex.join(argv)}"
+        if opened:
+            line = shlex.join(argv)
+        else:
+            await empty_line(rt, pane)
+            line = f"cd -- {shlex.quote(cwd)} && clear && {shlex.join(argv)}"
         agent = await launch_agent(rt, pane, name, kind, line)
     except PebrelError:
         if opened and rt.state.panes.get(pane.key) is pane:
@@ -111,6 +117,14 @@ async def launch(rt: Runtime, params: AgentLaunchParams) -> Result:
         "pane_id": pane.pane_id,
         "shell_pid": pane.pid,
     }
+
+
+async def empty_line(rt: Runtime, pane: Pane) -> None:
+    """Drop whatever was typed at the prompt of a reused pane (end of line, then kill back to
+    its start: Ctrl-E Ctrl-U in bash, zsh and fish), so that the line run is the launch's
+    alone."""
+    with writing(pane) as sent:
+        await write_input(rt, pane, b"\x05\x15", sent)
 
 
 async def close_window_of(rt: Runtime, pane: Pane) -> None:

@@ -118,6 +118,16 @@ def test_create_binds_the_agent_and_restore_resumes_exactly_that_conversation(
             {"window_id": new_window, "pane_id": bound["pane_id"], "text": "/exit", "submit": True},
         )
         wait_for(lambda: "agent" not in windows(rt)[new_window][0], 20, "the agent to exit")
+        # Something half-typed at the prompt never joins the resume command.
+        rt.ok(
+            "pane.prompt",
+            {
+                "window_id": new_window,
+                "pane_id": bound["pane_id"],
+                "text": "echo X; false && ",
+                "submit": False,
+            },
+        )
         restored = link.ok("session.restore", {"session": session_id, "idempotency_key": "r-1"})
         assert restored["session"]["operation_id"] != ready["operation_id"]
         again_ready = link.until(session_id, "ready")

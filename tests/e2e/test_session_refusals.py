@@ -190,7 +190,8 @@ def test_create_refusals_leave_nothing_behind(world: World, tmp_path: Path) -> N
 
 
 def test_the_session_limit_counts_live_sessions(rt: Runtime, world: World) -> None:
-    """INTEGRATION_SESSION_LIMIT: policy maxSessions; a failed session frees its place."""
+    """INTEGRATION_SESSION_LIMIT: policy maxSessions counts sessions being launched and those
+    whose agent still runs; a session whose agent exited frees its place until restored."""
     launcher = wrapper(world.root.parent, "claude-one", world.log)
     token = add_launcher(
         rt,
@@ -202,13 +203,21 @@ def test_the_session_limit_counts_live_sessions(rt: Runtime, world: World) -> No
     one = Launcher(rt, "one", token)
     try:
         first = one.create("ok", world.root / "repo", "one-1")
-        answer = one.refused(
-            "INTEGRATION_SESSION_LIMIT",
-            "session.create",
-            {"launch_profile": "ok", "cwd": str(world.root / "repo"), "idempotency_key": "one-2"},
-        )
+        second = {
+            "launch_profile": "ok",
+            "cwd": str(world.root / "repo"),
+            "idempotency_key": "one-2",
+        }
+        answer = one.refused("INTEGRATION_SESSION_LIMIT", "session.create", second)
         assert answer["details"]["max_sessions"] == 1
         assert [s["session_id"] for s in world.sessions()] == [first["session_id"]]
+        # Its agent exited: it holds no place until it is restored.
+        ready = one.until(first["session_id"], "ready")
+        world.exit_agent(ready)
+        wait_for(lambda: not one.get(first["session_id"])["online"], 20, "offline")
+        one.create("ok", world.root / "repo", "one-3")
+        third = {"session": first["session_id"], "idempotency_key": "one-4"}
+        assert one.refused("INTEGRATION_SESSION_LIMIT", "session.restore", third)
     finally:
         one.close()
 
@@ -290,12 +299,17 @@ def test_restore_refuses_what_is_not_exactly_its_conversation(world: World) -> N
         "pane.split",
         {"window_id": bound["window_id"], "pane_id": bound["pane_id"], "direction": "left_right"},
     )
+    # The runtime refuses to type into a pane that is no longer alone: nothing was typed, and
+    # the session is put back as it was (still restorable once the window is its own again);
+    # only its operation_id names the refused attempt.
+    before = world.link.get(made["session_id"])
     params = {"session": made["session_id"], "idempotency_key": world.key()}
     answer = world.link.refused("SESSION_IDENTITY_MISMATCH", "session.restore", params)
     assert answer["details"]["session_id"] == made["session_id"]
-    failed = world.link.get(made["session_id"])
-    assert (failed["state"], failed["error_code"]) == ("failed", "SESSION_IDENTITY_MISMATCH")
-    assert failed["native_session_id"] == native  # still restorable elsewhere
+    after = world.link.get(made["session_id"])
+    kept = ("state", "error_code", "native_session_id", "terminal_binding", "startup_input")
+    assert {k: after[k] for k in kept} == {k: before[k] for k in kept}
+    assert after["native_session_id"] == native
 
     world.rt.ok(
         "agent.start", {"name": "registered", "kind": "claude", "window_id": 1, "pane_id": 1}
@@ -403,3 +417,17 @@ def test_an_agent_never_seen_fails_at_the_deadline(tmp_path: Path) -> None:
             ]
         finally:
             world.link.close()
+
+
+def test_a_cwd_that_became_a_symlink_is_refused_at_restore(world: World) -> None:
+    """SESSION_CWD_DENIED at restore: the session's directory was its real path inside the
+    roots at create; replaced by a symbolic link (which could lead anywhere), it is refused."""
+    (world.root / "moved").mkdir()
+    made = world.link.create("ok", world.root / "moved", world.key())
+    ready = world.link.until(made["session_id"], "ready")
+    bound = ready["terminal_binding"]
+    world.rt.ok("window.close", {"window_id": bound["window_id"], "confirm": True})
+    wait_for(lambda: not world.link.get(made["session_id"])["online"], 20, "offline")
+    (world.root / "moved").rename(world.root / "moved.bak")
+    (world.root / "moved").symlink_to(world.outside)
+    world.refused_restore("SESSION_CWD_DENIED", made["session_id"])

@@ -241,3 +241,30 @@ def test_a_policy_update_adds_the_condition_at_the_next_real_restore(
         assert len(typed) == 1 and "MARK-RESTORED" in typed[0]
     finally:
         setup.link.close()
+
+
+def test_a_restore_into_its_own_pane_waits_for_its_own_screen(rt: Runtime, tmp_path: Path) -> None:
+    """The reused pane is cleared before the resume command: what the previous launch left on
+    the screen (here the very text the condition waits for) cannot satisfy the new launch's
+    condition while the resumed CLI still loads."""
+    inbox = tmp_path / "again.log"
+    again = loading_wrapper(tmp_path, "again", inbox)
+    hint_only = {"allOf": ["? for shortcuts"], "stableMs": 500}
+    setup = Setup(rt, tmp_path, [profile("again", again, [tmp_path], startupInput=hint_only)])
+    try:
+        made = setup.link.create("again", setup.root, "again-1")
+        ready = setup.link.until(made["session_id"], "ready")
+        first = setup.assign(made["session_id"], "MARK-ONE")
+        wait_for(lambda: setup.receipt(first)["stage"] == "delivered", 30, "the first task")
+        bound = ready["terminal_binding"]
+        where = {"window_id": bound["window_id"], "pane_id": bound["pane_id"]}
+        rt.ok("pane.prompt", {**where, "text": "/exit", "submit": True})
+        wait_for(lambda: not setup.link.get(made["session_id"])["online"], 20, "the agent gone")
+        assert "? for shortcuts" in rt.read_text(bound["pane_id"], bound["window_id"])
+        setup.link.ok("session.restore", {"session": made["session_id"], "idempotency_key": "r-1"})
+        second = setup.assign(made["session_id"], "MARK-TWO")
+        wait_for(lambda: setup.receipt(second)["stage"] == "delivered", 30, "the second task")
+        typed = [r["text"] for r in received(inbox) if r["text"] != "/exit"]
+        assert len(typed) == 2 and "MARK-TWO" in typed[1]  # typed after loading, not lost
+    finally:
+        setup.link.close()

@@ -198,6 +198,16 @@ REFUSED = [
         f"{P0}.resumeArgv[1]",
     ),
     Row(
+        "argv with --continue",
+        setting(f"{P0}.argv", ["--continue"]),
+        f"{P0}.argv[0]",
+    ),
+    Row(
+        "resumeArgv with --continue=x",
+        setting(f"{P0}.resumeArgv", ["--continue=x", "{sessionId}", "{launchArgs}"]),
+        f"{P0}.resumeArgv[0]",
+    ),
+    Row(
         "resumeArgv {cwd} inside a token",
         setting(f"{P0}.resumeArgv", ["-C", "x{cwd}", "{sessionId}", "{launchArgs}"]),
         f"{P0}.resumeArgv[1]",
@@ -211,6 +221,13 @@ REFUSED = [
     Row("allOf empty text", setting(f"{S0}.allOf", [""]), f"{S0}.allOf[0]"),
     Row("allOf text of 257", setting(f"{S0}.allOf", ["x" * 257]), f"{S0}.allOf[0]"),
     Row("allOf control character", setting(f"{S0}.allOf", ["a\rb"]), f"{S0}.allOf[0]"),
+    Row("allOf blanks only", setting(f"{S0}.allOf", ["  "]), f"{S0}.allOf"),
+    Row("a text in allOf and noneOf", setting(f"{S0}.noneOf", ["model: x"]), f"{S0}.noneOf"),
+    Row(
+        "stableMs above timeoutMs",
+        setting(S0, {"allOf": ["x"], "stableMs": 3000, "timeoutMs": 2000}),
+        f"{S0}.stableMs",
+    ),
     Row("allOf 17 texts", setting(f"{S0}.allOf", [f"t{i}" for i in range(17)]), f"{S0}.allOf"),
     Row("noneOf 17 texts", setting(f"{S0}.noneOf", [f"t{i}" for i in range(17)]), f"{S0}.noneOf"),
     Row("noneOf empty text", setting(f"{S0}.noneOf", [""]), f"{S0}.noneOf[0]"),
