@@ -210,23 +210,19 @@ class Checker:
         if found is None:
             return None
         self.keys(found, STARTUP_KEYS, path)
-        checked = {
-            "allOf": self.screen_texts(found.get("allOf", []), f"{path}.allOf", True),
-            "noneOf": self.screen_texts(found.get("noneOf", []), f"{path}.noneOf", False),
-            "stableMs": self.integer(
-                found.get("stableMs", STABLE_MS_DEFAULT), f"{path}.stableMs", STABLE_MS
-            ),
-            "timeoutMs": self.integer(
-                found.get("timeoutMs", TIMEOUT_MS_DEFAULT), f"{path}.timeoutMs", TIMEOUT_MS
-            ),
-        }
-        all_of, none_of = checked["allOf"] or [], checked["noneOf"] or []
-        for text in sorted(set(all_of) & set(none_of)):
+        all_of = self.screen_texts(found.get("allOf", []), f"{path}.allOf", True)
+        none_of = self.screen_texts(found.get("noneOf", []), f"{path}.noneOf", False)
+        stable = self.integer(
+            found.get("stableMs", STABLE_MS_DEFAULT), f"{path}.stableMs", STABLE_MS
+        )
+        timeout = self.integer(
+            found.get("timeoutMs", TIMEOUT_MS_DEFAULT), f"{path}.timeoutMs", TIMEOUT_MS
+        )
+        for text in sorted(set(all_of or ()) & set(none_of or ())):
             self.bad(f"{path}.noneOf", f"{text!r} is in allOf too: the screen could never match")
-        stable, timeout = checked["stableMs"], checked["timeoutMs"]
-        if isinstance(stable, int) and isinstance(timeout, int) and stable > timeout:
+        if stable is not None and timeout is not None and stable > timeout:
             self.bad(f"{path}.stableMs", "is longer than timeoutMs: it could never be observed")
-        return checked
+        return {"allOf": all_of, "noneOf": none_of, "stableMs": stable, "timeoutMs": timeout}
 
     def profile(self, value: Any, path: str) -> dict[str, Any] | None:
         found = self.mapping(value, path)
