@@ -75,6 +75,15 @@ def field_error(path: str, message: str) -> CollabError:
     )
 
 
+_BLANKS: Final = re.compile(r"[^\S\n]+")
+
+
+def fold(text: str) -> str:
+    """Runs of horizontal whitespace as one space (newlines kept): how a startup condition's
+    texts and the screen are compared (I4.4)."""
+    return _BLANKS.sub(" ", text)
+
+
 def has_control(text: str) -> bool:
     """A control character (C0, DEL, C1) or a Unicode line or paragraph separator."""
     return any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in text)
@@ -218,8 +227,14 @@ class Checker:
         timeout = self.integer(
             found.get("timeoutMs", TIMEOUT_MS_DEFAULT), f"{path}.timeoutMs", TIMEOUT_MS
         )
-        for text in sorted(set(all_of or ()) & set(none_of or ())):
-            self.bad(f"{path}.noneOf", f"{text!r} is in allOf too: the screen could never match")
+        for absent in none_of or ():
+            for present in all_of or ():
+                if fold(absent) in fold(present):  # as the screen is matched (collab/startup.py)
+                    self.bad(
+                        f"{path}.noneOf",
+                        f"{absent!r} is part of allOf text {present!r}: the screen could never"
+                        " match",
+                    )
         if stable is not None and timeout is not None and stable > timeout:
             self.bad(f"{path}.stableMs", "is longer than timeoutMs: it could never be observed")
         return {"allOf": all_of, "noneOf": none_of, "stableMs": stable, "timeoutMs": timeout}

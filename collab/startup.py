@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 from pebrel.collab import refs
 from pebrel.collab.online import RowLike, session_record, startup_input
+from pebrel.collab.policy import fold
 from pebrel.collab.store import Store, Tx, dumps, now_ms
 from pebrel.collab.terminal import Terminal, TerminalUnavailable
 from pebrel.errors import CollabCode, PebrelError
@@ -50,12 +50,6 @@ WAITING: Final = {
     PENDING: str(CollabCode.SESSION_STARTUP_INPUT_PENDING),
     TIMED_OUT: str(CollabCode.SESSION_STARTUP_INPUT_TIMEOUT),
 }
-_BLANKS: Final = re.compile(r"[^\S\n]+")
-
-
-def fold(text: str) -> str:
-    """Runs of horizontal whitespace as one space (newlines kept)."""
-    return _BLANKS.sub(" ", text)
 
 
 def visible_text(read: Mapping[str, Any]) -> str:

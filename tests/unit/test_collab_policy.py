@@ -223,6 +223,8 @@ REFUSED = [
     Row("allOf control character", setting(f"{S0}.allOf", ["a\rb"]), f"{S0}.allOf[0]"),
     Row("allOf blanks only", setting(f"{S0}.allOf", ["  "]), f"{S0}.allOf"),
     Row("a text in allOf and noneOf", setting(f"{S0}.noneOf", ["model: x"]), f"{S0}.noneOf"),
+    Row("the same text once folded", setting(f"{S0}.noneOf", ["model:   x"]), f"{S0}.noneOf"),
+    Row("noneOf inside an allOf text", setting(f"{S0}.noneOf", ["odel"]), f"{S0}.noneOf"),
     Row(
         "stableMs above timeoutMs",
         setting(S0, {"allOf": ["x"], "stableMs": 3000, "timeoutMs": 2000}),
