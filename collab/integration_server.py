@@ -48,12 +48,15 @@ SUBSCRIBE = "events.subscribe"
 async def outcome(
     method: str, work: Awaitable[dict[str, Any]]
 ) -> tuple[dict[str, Any] | None, PebrelError | None]:
-    """A request's result, or its error: a `CollabError` as raised, anything else an
-    internal_error whose traceback is logged under its incident id (never sent)."""
+    """A request's result, or its error: a `CollabError` as raised (its traceback dropped),
+    anything else an internal_error whose traceback is logged under its incident id (never
+    sent)."""
     try:
         return await work, None
     except CollabError as exc:
-        return None, exc
+        # Without its traceback: the frames it holds (a request's params among them) would
+        # otherwise stay until the cycle collector runs, many requests' worth of them.
+        return None, exc.with_traceback(None)
     except Exception:
         failure = internal_error()
         logger.exception(
