@@ -258,6 +258,13 @@ def test_a_restore_into_its_own_pane_waits_for_its_own_screen(rt: Runtime, tmp_p
         wait_for(lambda: setup.receipt(first)["stage"] == "delivered", 30, "the first task")
         bound = ready["terminal_binding"]
         where = {"window_id": bound["window_id"], "pane_id": bound["pane_id"]}
+        # Its turn ends (the stop hook) before anything else is typed: a line typed while the
+        # runtime still confirms the delivered input would be refused (input_in_progress).
+        wait_for(
+            lambda: rt.pane(bound["pane_id"], bound["window_id"])["task_state"] == "completed",
+            20,
+            "the first turn done",
+        )
         rt.ok("pane.prompt", {**where, "text": "/exit", "submit": True})
         wait_for(lambda: not setup.link.get(made["session_id"])["online"], 20, "the agent gone")
         assert "? for shortcuts" in rt.read_text(bound["pane_id"], bound["window_id"])
