@@ -55,7 +55,7 @@ from pebrel.collab.delivery import (
     WRITING,
     latest_stages,
 )
-from pebrel.collab.online import Seen, reach
+from pebrel.collab.online import Seen, reach, startup_input
 from pebrel.collab.store import Store
 from pebrel.collab.terminal import Terminal, TerminalUnavailable
 from pebrel.collab.tracking import Tracker
@@ -352,7 +352,7 @@ class Deliverer:
         found = seen.agents.get(row["agent_id"])
         if found is None:
             return "pane_gone", None
-        if startup.state_of(row) is not None:  # the launch's screen condition (I4.4)
+        if startup_input(row) is not None:  # the launch's screen condition (I4.4)
             why = await self.watch.check(row, found[0], found[1].get("generation"))
             if why is not None:
                 return why, None

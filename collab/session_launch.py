@@ -223,20 +223,18 @@ async def run_launch(
         "shell_pid": launched["shell_pid"],
         "agent_pid": None,
     }
-    with ctx.store.write() as tx:
-        row = refs.session(tx, session_id)
-        if row["operation_id"] == operation_id:
-            update(
-                tx,
-                session_id,
-                {
-                    "agent_id": agent["agent_id"],
-                    "agent_name": agent.get("name"),
-                    "generation": int(agent.get("generation") or 1),
-                    "terminal_binding": dumps(bound),
-                    "launch_state": LAUNCHED,
-                },
-            )
+    settle(
+        ctx,
+        session_id,
+        operation_id,
+        {
+            "agent_id": agent["agent_id"],
+            "agent_name": agent.get("name"),
+            "generation": int(agent.get("generation") or 1),
+            "terminal_binding": dumps(bound),
+            "launch_state": LAUNCHED,
+        },
+    )
     try:  # the record as the runtime is now (the snapshot seen last may predate the pane)
         fresh: dict[str, Any] | None = await ctx.terminal.call("runtime.snapshot", {})
     except (TerminalUnavailable, PebrelError):

@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from pebrel.collab import launch, refs, rights, session_launch, startup, writes
 from pebrel.collab.handler import Ctx, Handler
-from pebrel.collab.online import Seen, binding, panes, session_record
+from pebrel.collab.online import Seen, binding, session_record
 from pebrel.collab.principals import Principal
 from pebrel.collab.session_launch import (
     replay_of,
@@ -40,7 +40,7 @@ from pebrel.collab.session_launch import (
     snapshot_row,
     update,
 )
-from pebrel.collab.sessions import current_snapshot
+from pebrel.collab.sessions import current_snapshot, find_pane
 from pebrel.collab.store import Tx, dumps, new_id, now_ms
 from pebrel.collab.terminal import TerminalUnavailable
 from pebrel.collab.tracking import LAUNCHED, LAUNCHING, UNKNOWN
@@ -78,13 +78,8 @@ def restore_target(
     )
     own = None
     if bound.get("runtime_id") == snapshot.get("runtime_id"):
-        for pane in panes(snapshot):
-            if (pane.get("window_id"), pane.get("pane_id")) == (
-                bound.get("window_id"),
-                bound.get("pane_id"),
-            ) and not pane.get("exited"):
-                own = pane
-    return running, own
+        own = find_pane(snapshot, bound.get("window_id"), bound.get("pane_id"))
+    return running, None if own is None or own.get("exited") else own
 
 
 #: What a restore the runtime refused puts back as it was (nothing was typed).

@@ -81,10 +81,6 @@ def pending(condition: Mapping[str, Any], now: int) -> str:
     )
 
 
-def state_of(row: RowLike) -> dict[str, Any] | None:
-    return startup_input(row)
-
-
 def condition_of(db: Store | Tx, session_id: str) -> dict[str, Any] | None:
     row = refs.one(
         db, "SELECT startup_input FROM launch_snapshots WHERE session_id = ?", (session_id,)
@@ -102,12 +98,12 @@ def forget_matches(store: Store) -> int:
         for r in store.read(
             "SELECT id, startup_input FROM sessions WHERE startup_input IS NOT NULL"
         )
-        if (state := state_of(r)) is not None and state.get("matched_since") is not None
+        if (state := startup_input(r)) is not None and state.get("matched_since") is not None
     ]
     if rows:
         with store.write() as tx:
             for row in rows:
-                state = state_of(row)
+                state = startup_input(row)
                 assert state is not None
                 tx.execute(
                     "UPDATE sessions SET startup_input = ? WHERE id = ?",
@@ -125,7 +121,7 @@ def expire(store: Store, now: int | None = None) -> int:
         for row in store.read(
             "SELECT id, startup_input FROM sessions WHERE startup_input IS NOT NULL"
         )
-        if (state := state_of(row)) is not None
+        if (state := startup_input(row)) is not None
         and state["state"] == PENDING
         and int(state["deadline"]) <= when
     ]
@@ -152,7 +148,7 @@ class Watch:
         """None when the session's condition is observed (or it has none); else the waiting
         reason, after one more look at the screen. ``generation``: the agent's, noted when the
         condition is observed (`released`)."""
-        state = state_of(row)
+        state = startup_input(row)
         if state is None or state["state"] == OBSERVED:
             return None
         session_id = str(row["id"])
