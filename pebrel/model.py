@@ -48,6 +48,11 @@ READ_MAX_BYTES: Final = 1 << 20
 #: What a read answer's lines may take encoded (they are carried twice, in `text` and
 #: `lines`); the rest of READ_MAX_BYTES is room for its other fields and the envelope.
 READ_LINES_MAX_BYTES: Final = READ_MAX_BYTES - 4096
+#: A pane's worker publishes this many of the last logical lines, within this many bytes
+#: (encoded as a read answer's lines are): reads of up to that are answered from it
+#: (``workers/publisher.py``).
+PUBLISH_LINES: Final = READ_DEFAULT_LINES
+PUBLISH_MAX_BYTES: Final = 256 * 1024
 MAX_PROMPT_BYTES: Final = 32 * 1024
 #: How often `pane.send_key` may press one key in a request.
 MAX_KEY_REPEAT: Final = 64

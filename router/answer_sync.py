@@ -1,31 +1,20 @@
 """The router's side of the answers the frontend adapter keeps (``router/answers.py``).
 
 The router marks reusable answers, remembers what the adapter may hold (anything at all, and
-the reads of which panes, by line count), and tells it, before anything else, when those go
-stale (``AnswersStale``) or, for a pane whose worker renewed its kept read, what the new
-answer is (``AnswersRenewed``), so reads of a pane whose output goes on are answered by the
-adapter without a hop to the router. The adapter reports kept reads in use (``AnswerUsed``)
-so the pane's worker keeps renewing them.
+the reads of which panes), and tells it, before anything else, when those go stale
+(``AnswersStale``): a revision drops every kept answer, a pane's new published screen
+(``workers/publisher.py``) or a resize the reads of that pane.
 """
 
 from __future__ import annotations
 
-import contextlib
-import time
 from collections.abc import Callable
-from typing import Any
 
 from pebrel import messages as m
 from pebrel.envelope import EncodedResult
 from pebrel.errors import PebrelError
-from pebrel.router.handlers import pane_io
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
-
-#: A renewed read is passed on to the adapter only if one of the pane's kept reads was given
-#: this recently; else the adapter's copies are dropped (a pane nobody polls any more must not
-#: cost the router an encoding per renewal).
-RENEW_IF_USED_S = 1.0
 
 
 class AnswerSync:
@@ -33,23 +22,21 @@ class AnswerSync:
         self.rt = rt
         self.to_frontend = to_frontend
         self.keeps = False  # the adapter may hold some reusable answer
-        self.reads: dict[tuple[int, int], set[int]] = {}  # pane key -> line counts it may hold
+        self.reads: set[tuple[int, int]] = set()  # panes whose reads it may hold
         rt.on_answers_stale = self.stale
-        rt.on_read_renewed = self.renewed
 
     def answered(self, request: m.HandleRequest, result: EncodedResult) -> bool:
         """Whether the answer to ``request`` may be kept by the adapter (noted if so)."""
         if not (result.reusable and request.cache_slot and not self.rt.closing):
             return False
         if result.read_of is not None:
-            window_id, pane_id, lines = result.read_of
+            window_id, pane_id, _ = result.read_of
             pane = self.rt.state.panes.get((window_id, pane_id))
             if pane is None:  # closed while the read was on its way
                 return False
             if "window_id" not in request.params and not self._resolves_to(pane):
                 return False  # e.g. a pane with its id came meanwhile: ambiguous now
-            self.reads.setdefault(pane.key, set()).add(lines)
-            pane.read_used = time.monotonic()
+            self.reads.add(pane.key)
         self.keeps = True
         return True
 
@@ -67,31 +54,6 @@ class AnswerSync:
                 self.keeps = False
                 self.reads.clear()
                 self.to_frontend(m.AnswersStale())
-        elif self.reads.pop(pane.key, None) is not None:
+        elif pane.key in self.reads:
+            self.reads.discard(pane.key)
             self.to_frontend(m.AnswersStale(window_id=pane.window_id, pane_id=pane.pane_id))
-
-    def renewed(self, pane: Pane, lines: int) -> None:
-        """The pane's worker renewed the router's kept read of ``lines`` lines."""
-        held = self.reads.get(pane.key)
-        if held is None:
-            return
-        if lines not in held or time.monotonic() - pane.read_used > RENEW_IF_USED_S:
-            self.stale(pane)
-            return
-        self.reads[pane.key] = {lines}
-        self.to_frontend(
-            m.AnswersRenewed(
-                window_id=pane.window_id,
-                pane_id=pane.pane_id,
-                lines=lines,
-                result_json=pane_io.read_json(pane, lines, pane.reads[lines]),
-            )
-        )
-
-    def used(self, method: str, params: dict[str, Any]) -> None:
-        """The adapter gives a kept answer to this request."""
-        if method != "pane.read":
-            return
-        with contextlib.suppress(PebrelError):  # closed since: nothing to keep current
-            pane = self.rt.state.pane(params.get("window_id"), params["pane_id"])
-            pane_io.renew_watch(self.rt, pane)

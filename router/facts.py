@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pebrel import messages as m
 from pebrel.router import agents, links
 from pebrel.router.runtime import Runtime
-from pebrel.router.state import KeptRead, Pane
+from pebrel.router.state import Pane
 
 #: What a fact does to its pane; True: something a client sees changed (a new revision).
 Apply = Callable[[Runtime, Pane, Any], bool]
@@ -75,26 +75,16 @@ def program_status(rt: Runtime, pane: Pane, fact: m.ProgramStatus) -> bool:
     return True
 
 
-def screen_changed(rt: Runtime, pane: Pane, fact: m.ScreenChanged) -> bool:
+def screen_published(rt: Runtime, pane: Pane, fact: m.ScreenPublished) -> bool:
+    """The worker's new screen replaces every read answer kept for the pane; it answers reads
+    unless it is older than a resize the worker was told of (another size)."""
     pane.screen_reports = fact.reports
     rt.drop_kept_reads(pane)
-    return False  # nothing a client sees changed yet
-
-
-def screen_updated(rt: Runtime, pane: Pane, fact: m.ScreenUpdated) -> bool:
-    pane.screen_reports = fact.reports
-    pane.reads.clear()  # the renewal below replaces the frontend's copies
-    pane.reads[fact.read_lines] = KeptRead(
-        m.ScreenRead(
-            request_id=0,
-            lines=fact.lines,
-            history_available=fact.history_available,
-            truncated=fact.truncated,
-            reports=fact.reports,
-        )
-    )
-    rt.on_read_renewed(pane, fact.read_lines)
-    return False
+    link = rt.links.get(pane.key)
+    size = link.size if link is not None and link.size is not None else (pane.cols, pane.rows)
+    pane.screen = fact
+    pane.screen_current = (fact.cols, fact.rows) == size
+    return False  # nothing a client sees in the snapshot changed
 
 
 def screen_matched(rt: Runtime, pane: Pane, fact: m.ScreenMatched) -> bool:
@@ -136,8 +126,7 @@ HANDLERS: Mapping[type[m.Message], Handler] = {
     m.TitleChanged: _about_pane(m.TitleChanged, title_changed),
     m.ForegroundChanged: _about_pane(m.ForegroundChanged, foreground_changed),
     m.ProgramStatus: _about_pane(m.ProgramStatus, program_status),
-    m.ScreenChanged: _about_pane(m.ScreenChanged, screen_changed),
-    m.ScreenUpdated: _about_pane(m.ScreenUpdated, screen_updated),
+    m.ScreenPublished: _about_pane(m.ScreenPublished, screen_published),
     m.ScreenMatched: _about_pane(m.ScreenMatched, screen_matched),
     m.PaneExited: _about_pane(m.PaneExited, pane_exited),
 }

@@ -57,8 +57,6 @@ class Runtime:
         #: Called when answers the frontend may have kept go stale: a revision (None), or
         #: a pane's screen.
         self.on_answers_stale: Callable[[Pane | None], None] = lambda pane: None
-        #: Called when a pane's worker renewed the router's kept read of this many lines.
-        self.on_read_renewed: Callable[[Pane, int], None] = lambda pane, lines: None
         #: Called when hook or program evidence says a pane's agent finished its turn.
         self.turn_listeners: list[Callable[[Pane], None]] = []
         self.delegations = Delegations(self.state)  # agent.delegate's book (R9.6)
@@ -299,9 +297,11 @@ class Runtime:
             win.active_tab -= 1
 
     def drop_kept_reads(self, pane: Pane) -> None:
-        """The pane's screen changed: read answers kept for it (here and in the frontend)
-        no longer hold."""
+        """The pane's screen changed (or is about to: a resize): read answers kept for it
+        (here and in the frontend) no longer hold, nor, until the worker publishes again,
+        its published screen (workers/publisher.py)."""
         pane.reads.clear()
+        pane.screen_current = False
         self.on_answers_stale(pane)
 
     async def close_panes(self, panes: list[Pane]) -> None:

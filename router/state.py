@@ -9,7 +9,7 @@ from typing import Any
 from pebrel.agentkinds import DISPLAY_NAMES
 from pebrel.envelope import dump_value
 from pebrel.errors import ErrorCode, PebrelError
-from pebrel.messages import ScreenRead
+from pebrel.messages import ScreenPublished, ScreenRead
 from pebrel.router import layout
 from pebrel.router.agents import AgentRegistry, PaneAgents
 from pebrel.router.layout import Leaf, Node
@@ -18,10 +18,12 @@ from pebrel.taskstate import ShellTracker
 
 @dataclass(slots=True)
 class KeptRead:
-    """A worker's read answer the router keeps until the screen changes (pane.read), with
-    the JSON of the answer's unchanging part once one client has asked for it."""
+    """A read answer the router keeps until the screen changes (pane.read): derived from the
+    pane's published screen or asked of its worker; with the Unix time its screen was captured,
+    and the JSON of the answer's unchanging part once one client has asked for it."""
 
     reply: ScreenRead
+    captured_at: float
     head: bytes | None = None
 
 
@@ -49,14 +51,16 @@ class Pane:
     writing: bool = False  # an input write is in flight (never interleave two inputs)
     closing: bool = False  # being closed (Runtime.close_panes): requests waiting on it end
     agents: PaneAgents = field(default_factory=PaneAgents)
-    # The worker's read answers by line count, until it reports a screen change (pane.read).
+    # The worker's newest published screen (workers/publisher.py), and whether reads may be
+    # answered from it (not while a resize is on its way: the next publication of the new
+    # size makes it current again).
+    screen: ScreenPublished | None = None
+    screen_current: bool = False
+    # Read answers by line count, derived from ``screen`` or asked of the worker (pane.read),
+    # until the next publication.
     reads: dict[int, KeptRead] = field(default_factory=dict)
-    # The worker's count of change reports, as of its last ScreenChanged / ScreenUpdated.
+    # The worker's count of publications, as of its last one.
     screen_reports: int = 0
-    # When the worker was last told its kept read is still in use (ScreenWatched).
-    watch_renewed: float = float("-inf")
-    # When a kept read of this pane was last given (by the router or, as reported, the adapter).
-    read_used: float = float("-inf")
 
     @property
     def key(self) -> tuple[int, int]:

@@ -26,7 +26,7 @@ from pebrel.workers.osc import OscEvent, OscScanner
 from pebrel.workers.oscfacts import OscFacts
 from pebrel.workers.promptwrites import PROMPT_MARKS, PromptWrites
 from pebrel.workers.pty import PosixPty
-from pebrel.workers.readwatch import ReadWatch
+from pebrel.workers.publisher import ScreenPublisher
 from pebrel.workers.screen import PaneScreen
 from pebrel.workers.screenwatch import ScreenRuleWatch
 from pebrel.workers.shellkey import KEY_FILE_VAR, ShellKey
@@ -127,17 +127,19 @@ class Worker:
         self.shell_in_foreground = True
         self.exited = False
         self.exit_task: asyncio.Task[None] | None = None
-        # The router's kept pane.read answer, renewed while the screen changes.
-        self.reads = ReadWatch(self._ids(), self.screen.read, lambda msg: self._transmit(msg))
+        # The screen as the router has it, published while it changes (workers/publisher.py).
+        self.publisher = ScreenPublisher(
+            self._ids(), self.screen.read, self.screen.size, lambda msg: self._transmit(msg)
+        )
         # Free heap pages go back to the system after busy spells (output, commands, replies).
         self.heap = heaptrim.HeapTrim(heaptrim.malloc_trim())
 
     # -- outbound ----------------------------------------------------------------------------
     def send(self, message: m.Message) -> None:
-        """Send one message; a pending update of the router's kept read goes first, so that
-        nothing the router learns about the output is newer than its copy of the screen."""
-        if self.reads.dirty:
-            self.reads.flush()
+        """Send one message; a pending publication of the screen goes first, so that nothing
+        the router learns about the output is newer than its copy of the screen."""
+        if self.publisher.dirty:
+            self.publisher.flush()
         self._transmit(message)
 
     def _transmit(self, message: m.Message) -> None:
@@ -181,7 +183,7 @@ class Worker:
                         if fact.mark in PROMPT_MARKS:
                             self._started()
             else:
-                self.reads.changing()  # the router's kept read goes stale
+                self.publisher.changing()
                 try:
                     for start in range(0, len(part), FEED_SLICE):
                         self.screen.feed(part[start : start + FEED_SLICE])
@@ -189,7 +191,7 @@ class Worker:
                     # A parser fault loses the rest of this chunk, never the pane.
                     logger.exception("the screen could not take a chunk of output")
                 self.screen_rules.screen_changed()
-        self.reads.changed()
+        self.publisher.changed()
         title = self.screen.title
         if title != self.title:
             self.title = title
@@ -313,7 +315,7 @@ class Worker:
         poll.cancel()
         trim.cancel()
         self.screen_rules.close()
-        self.reads.close()
+        self.publisher.close()
         loop.remove_reader(fd)
         if not self.exited:
             self.close_tree()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -27,19 +28,18 @@ def write_input(worker: Worker, command: m.WriteInput) -> None:
 def read_screen(worker: Worker, command: m.ReadScreen) -> None:
     worker.on_readable_all()
     result = worker.screen.read(command.lines, command.max_bytes)
-    if worker.reads.dirty:  # the change report goes first: ``reports`` counts it
-        worker.reads.flush()
+    if worker.publisher.dirty:  # the publication goes first: ``reports`` counts it
+        worker.publisher.flush()
     worker.send(
         m.ScreenRead(
             request_id=command.request_id,
             lines=result.lines,
             history_available=result.history_available,
             truncated=result.truncated,
-            reports=worker.reads.reports,
+            reports=worker.publisher.published,
+            captured_at=time.time(),
         )
     )
-    if command.keep:
-        worker.reads.answered_read(command.lines, command.max_bytes)
 
 
 def read_grid(worker: Worker, command: m.ReadGrid) -> None:
@@ -68,12 +68,8 @@ def cancel_at_prompt(worker: Worker, command: m.CancelAtPrompt) -> None:
     worker.prompt_writes.cancel(command.request_id)
 
 
-def screen_watched(worker: Worker, command: m.ScreenWatched) -> None:
-    worker.reads.renew()
-
-
 def resize_pty(worker: Worker, command: m.ResizePty) -> None:
-    worker.reads.changing()  # the router's kept read goes stale
+    worker.publisher.changing()
     worker.screen.resize(command.cols, command.rows)
     worker.screen_rules.screen_changed()
     if not worker.exited:
@@ -125,7 +121,7 @@ def close_pane(worker: Worker, command: m.ClosePane) -> None:
     loop = asyncio.get_running_loop()
     loop.remove_reader(worker.pty.fd)
     loop.remove_writer(worker.pty.fd)
-    worker.reads.close()
+    worker.publisher.close()
     worker.close_tree()
     worker.send(m.PaneClosed(request_id=command.request_id))
     worker.stopped.set()
@@ -137,7 +133,6 @@ COMMANDS: Mapping[type[m.Message], Callable[[Worker, Any], None]] = {
     m.ReadGrid: read_grid,
     m.WriteAtPrompt: write_at_prompt,
     m.CancelAtPrompt: cancel_at_prompt,
-    m.ScreenWatched: screen_watched,
     m.ResizePty: resize_pty,
     m.SendKey: send_key,
     m.PasteText: paste_text,

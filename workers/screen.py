@@ -89,6 +89,10 @@ class PaneScreen:
         self.settle()
         self._screen.resize(rows, cols)
 
+    def size(self) -> tuple[int, int]:
+        """The screen's size: columns, rows."""
+        return self._screen.columns, self._screen.lines
+
     @property
     def title(self) -> str:
         """The window title last set through OSC 0 or 2."""

@@ -5,8 +5,7 @@ One module per family: frontend <-> router (frontend.py), router -> worker comma
 (commands.py) and the worker's replies (replies.py), the facts a worker reports about its pane
 (facts.py), pane.exec (exec.py), router <-> collab service (collab.py). Each message is a
 small frozen record with an explicit ``type``; most commands are imperative and events past
-tense (a few commands, such as ``ScreenWatched``, keep the name the wire has always had: type
-names are wire format).
+tense (type names are wire format).
 codec.py is the one codec, and nothing else in Pebrel calls msgpack.
 ``from pebrel import messages as m`` gives all of them.
 
@@ -45,7 +44,6 @@ from pebrel.messages.commands import (
     ReadGrid,
     ReadScreen,
     ResizePty,
-    ScreenWatched,
     SendKey,
     WriteAtPrompt,
     WriteInput,
@@ -61,16 +59,13 @@ from pebrel.messages.facts import (
     PaneStarted,
     PaneStartFailed,
     ProgramStatus,
-    ScreenChanged,
     ScreenMatched,
-    ScreenUpdated,
+    ScreenPublished,
     ShellMarked,
     TitleChanged,
 )
 from pebrel.messages.frontend import (
-    AnswersRenewed,
     AnswersStale,
-    AnswerUsed,
     ConnectionClosed,
     FrontendStarted,
     HandleRequest,
@@ -92,8 +87,6 @@ from pebrel.messages.replies import (
 __all__ = [
     "NOT_AT_PROMPT",
     "PANE_EXITED",
-    "AnswerUsed",
-    "AnswersRenewed",
     "AnswersStale",
     "CancelAtPrompt",
     "ClosePane",
@@ -125,11 +118,9 @@ __all__ = [
     "RequestAnswered",
     "ResizePty",
     "RunExec",
-    "ScreenChanged",
     "ScreenMatched",
+    "ScreenPublished",
     "ScreenRead",
-    "ScreenUpdated",
-    "ScreenWatched",
     "SendKey",
     "ShellMarked",
     "SnapshotChanged",

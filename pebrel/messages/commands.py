@@ -46,24 +46,13 @@ class ReadGrid(Message):
 
 @dataclass(frozen=True, slots=True)
 class ReadScreen(Message):
-    """Read the screen. ``keep``: the router keeps the answer for repeated reads (pane.read),
-    so the worker watches it (ScreenUpdated / ScreenChanged); False for a one-off look."""
+    """Read the last ``lines`` logical lines of the screen (a read the worker's published
+    screen does not answer)."""
 
     type: ClassVar[str] = "read_screen"
     request_id: int
     lines: int
     max_bytes: int
-    keep: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class ScreenWatched(Message):
-    """Reads are still being answered from the copy the worker keeps current: go on
-    sending ScreenUpdated (sent at most every few hundred ms while the copy is used)."""
-
-    type: ClassVar[str] = "screen_watched"
-    window_id: int
-    pane_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +99,6 @@ MESSAGES: tuple[type[Message], ...] = (
     CancelAtPrompt,
     ReadScreen,
     ReadGrid,
-    ScreenWatched,
     ResizePty,
     ClosePane,
     SendKey,

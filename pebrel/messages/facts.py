@@ -76,36 +76,24 @@ class ProgramStatus(PaneFact):
 
 
 @dataclass(frozen=True, slots=True)
-class ScreenChanged(PaneFact):
-    """The screen changed after the worker's last kept ScreenRead: answers the router kept are
-    stale.
-
-    Sent once per read-then-change (at the first output or resize after a read) once the
-    read's watch has lapsed (while it lasts, ScreenUpdated is sent instead), before any message
-    about the output that changed it.
+class ScreenPublished(PaneFact):
+    """The pane's screen as its worker has it now: the last ``PUBLISH_LINES`` logical lines
+    (``workers/publisher.py``). Sent whenever the screen changes, at most every few tens of
+    milliseconds while output goes on, and before any other message about the output that
+    changed it. The router answers reads from the newest one.
     """
 
-    type: ClassVar[str] = "screen_changed"
-    #: How many change reports (ScreenChanged, ScreenUpdated) the worker has sent, this one too.
-    reports: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ScreenUpdated(PaneFact):
-    """The screen changed after the worker's last kept read; this is that read's new answer
-    (``read_lines`` lines). It replaces every answer the router kept for the pane.
-
-    Sent while the read is watched (see ``workers/readwatch.py``), at most every few
-    milliseconds while the output goes on, and before any other message about the output
-    that changed the screen.
-    """
-
-    type: ClassVar[str] = "screen_updated"
-    read_lines: int
+    type: ClassVar[str] = "screen_published"
     lines: list[str]
     history_available: int
     truncated: bool
-    #: How many change reports (ScreenChanged, ScreenUpdated) the worker has sent, this one too.
+    #: The screen's size when it was captured (a publication of another size than the
+    #: worker was last told is older than the resize: the router does not answer from it).
+    cols: int
+    rows: int
+    #: Unix time when the worker captured the screen.
+    captured_at: float
+    #: How many publications the worker has sent, this one too.
     reports: int = 0
 
 
@@ -134,8 +122,7 @@ MESSAGES: tuple[type[Message], ...] = (
     TitleChanged,
     ForegroundChanged,
     ProgramStatus,
-    ScreenChanged,
-    ScreenUpdated,
+    ScreenPublished,
     ScreenMatched,
     PaneExited,
 )

@@ -60,29 +60,6 @@ class AnswersStale(Message):
 
 
 @dataclass(frozen=True, slots=True)
-class AnswersRenewed(Message):
-    """A pane's screen changed and the router has its new answer to ``pane.read`` of ``lines``
-    lines (``result_json``): it replaces the kept reads that may be of this pane and ask for
-    that many lines; the pane's other kept reads are stale."""
-
-    type: ClassVar[str] = "answers_renewed"
-    window_id: int
-    pane_id: int
-    lines: int
-    result_json: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerUsed(Message):
-    """frontend -> router: a kept answer to this request is being given (sent at most every
-    few hundred ms per request), so the router can keep it current."""
-
-    type: ClassVar[str] = "answer_used"
-    method: str
-    params: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
 class ConnectionClosed(Message):
     type: ClassVar[str] = "connection_closed"
     connection_id: int
@@ -109,8 +86,6 @@ MESSAGES: tuple[type[Message], ...] = (
     HandleRequest,
     RequestAnswered,
     AnswersStale,
-    AnswersRenewed,
-    AnswerUsed,
     ConnectionClosed,
     StopFrontend,
     SnapshotChanged,

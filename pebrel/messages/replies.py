@@ -32,14 +32,16 @@ class PasteWritten(Reply):
 
 @dataclass(frozen=True, slots=True)
 class ScreenRead(Reply):
-    """The screen as the worker had it; ``reports``: change reports it had sent before (a kept
-    answer is stale if the router has seen a later one by the time it would keep it)."""
+    """The screen as the worker had it; ``reports``: the publications it had sent before (a
+    kept answer is stale if the router has seen a later one by the time it would keep it)."""
 
     type: ClassVar[str] = "screen_read"
     lines: list[str]
     history_available: int
     truncated: bool
     reports: int = 0
+    #: Unix time when the worker read its screen.
+    captured_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

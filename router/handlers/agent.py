@@ -131,7 +131,7 @@ async def wait_for_echo(rt: Runtime, pane: Pane, text: str) -> None:
         reply = await links.request(
             link,
             rt.send,
-            lambda rid: m.ReadScreen(request_id=rid, lines=8, max_bytes=65536, keep=False),
+            lambda rid: m.ReadScreen(request_id=rid, lines=8, max_bytes=65536),
         )
         assert isinstance(reply, m.ScreenRead)
         if any(tail in line for line in reply.lines):

@@ -18,11 +18,9 @@ from pebrel.method_params import (
 )
 from pebrel.model import (
     READ_DEFAULT_LINES,
-    READ_LINES_MAX_BYTES,
     RUN_DEFAULT_TIMEOUT_MS,
     WAIT_DEFAULT_TIMEOUT_MS,
 )
-from pebrel.router import links
 from pebrel.router.handlers import Method, Result
 from pebrel.router.handlers.input_common import (
     checked_line,
@@ -33,19 +31,14 @@ from pebrel.router.handlers.input_common import (
     submit_at_prompt,
     submit_line,
     submitted_result,
-    worker_link,
 )
+from pebrel.router.handlers.kept_reads import kept_read
 from pebrel.router.handlers.screen_read import grid_result
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import KeptRead, Pane
 
 #: How long pane.run waits for a just-started shell's first prompt, and for its command start.
 FIRST_PROMPT_TIMEOUT_S = 10.0
-#: Read answers the router keeps per pane (by line count) until the worker reports a change.
-READS_KEPT = 4
-#: While reads are answered from a kept answer, the worker hears so this often (it keeps the
-#: answer current for ``workers.readwatch.WATCH_S`` after each time).
-WATCH_RENEW_S = 0.25
 RUN_START_TIMEOUT_S = 5.0
 #: The details of a pane.run error once its line (with Enter) was typed.
 SENT = {"submitted": True, "written": True}
@@ -65,90 +58,17 @@ async def prompt(rt: Runtime, params: PanePromptParams) -> Result:
     return await prompt_pane(rt, pane, params["text"], params.get("submit", True))
 
 
-async def _kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
-    """The worker's answer for ``lines``, kept by the router until the screen changes."""
-    kept = pane.reads.get(lines)
-    if kept is not None:
-        renew_watch(rt, pane)
-    elif pane.exited and pane.key not in rt.links:
-        return last_read(pane, lines)
-    else:
-        # Kept until the worker reports a change; it reports one before any message about
-        # the output that made it, so a read after a completed wait is never stale. A change
-        # reported while this read was on its way is older than the answer (it counts it); one
-        # reported after the answer but handled before this task resumed is newer: then the
-        # answer is given but not kept.
-        link = worker_link(rt, pane)
-        try:
-            answer = await links.request(
-                link,
-                rt.send,
-                lambda rid: m.ReadScreen(
-                    request_id=rid, lines=lines, max_bytes=READ_LINES_MAX_BYTES
-                ),
-            )
-        except PebrelError:
-            if not link.dead:
-                raise
-            # The worker died with this read on its way (killed, or its pane closed): the
-            # pane is read as any pane whose worker died, if it is still there.
-            if rt.state.panes.get(pane.key) is not pane:
-                raise PebrelError(
-                    ErrorCode.TARGET_NOT_FOUND, f"pane {pane.pane_id} was closed", pane_ids(pane)
-                ) from None
-            return last_read(pane, lines)
-        assert isinstance(answer, m.ScreenRead)
-        kept = KeptRead(answer)
-        if answer.reports >= pane.screen_reports:
-            if len(pane.reads) >= READS_KEPT:
-                pane.reads.clear()  # a client varying `lines` must not pile up answers
-            pane.reads[lines] = kept
-    return kept
-
-
-def last_read(pane: Pane, lines: int) -> KeptRead:
-    """A read of a pane whose worker is gone (killed, say): nothing holds its screen any more
-    but the reads the router kept, which stay as they were when it died. The largest answers
-    every ``lines``: its last ``lines`` lines (the same a worker read of ``lines`` would have
-    answered), or all of it when fewer; none when no read was kept since the screen last
-    changed. Not kept itself (kept reads are only dropped, never replaced, once it died)."""
-    largest = max(
-        (kept.reply for kept in pane.reads.values()), key=lambda r: len(r.lines), default=None
-    )
-    if largest is None:
-        return KeptRead(m.ScreenRead(request_id=0, lines=[], history_available=0, truncated=False))
-    return KeptRead(
-        m.ScreenRead(
-            request_id=0,
-            lines=largest.lines[-lines:],
-            history_available=largest.history_available,
-            truncated=largest.truncated or lines < len(largest.lines),
-            reports=largest.reports,
-        )
-    )
-
-
-def renew_watch(rt: Runtime, pane: Pane) -> None:
-    """A kept read of ``pane`` was used: the worker hears so (it keeps the answer current for
-    a while after), at most every WATCH_RENEW_S."""
-    now = time.monotonic()
-    pane.read_used = now
-    if now - pane.watch_renewed >= WATCH_RENEW_S:
-        pane.watch_renewed = now
-        link = rt.links.get(pane.key)
-        if link is not None and not link.dead and link.started.done():
-            rt.send(link.identity, m.ScreenWatched(**pane_ids(pane)))
-
-
 def read_json(pane: Pane, lines: int, kept: KeptRead) -> bytes:
     """pane.read's result JSON from a kept answer: the screen part is encoded once per kept
     answer (a 24x80 screen is most of the line), the pane's state part every time."""
     if kept.head is None:
-        kept.head = dump_value(_screen_part(pane, lines, kept.reply))[:-1]  # without its "}"
+        kept.head = dump_value(_screen_part(pane, lines, kept.reply, kept.captured_at))[
+            :-1
+        ]  # without its "}"
     return kept.head + b"," + dump_value(_state_part(pane))[1:]
 
 
-def _screen_part(pane: Pane, lines: int, reply: m.ScreenRead) -> Result:
+def _screen_part(pane: Pane, lines: int, reply: m.ScreenRead, captured_at: float) -> Result:
     """What a read answer says about the screen: unchanged until the screen changes."""
     return {
         **pane_ids(pane),
@@ -158,6 +78,7 @@ def _screen_part(pane: Pane, lines: int, reply: m.ScreenRead) -> Result:
         "returned_lines": len(reply.lines),
         "history_available": reply.history_available,
         "truncated": reply.truncated,
+        "screen_captured_at": round(captured_at, 6),
     }
 
 
@@ -176,8 +97,8 @@ async def read_result(rt: Runtime, pane: Pane, params: PaneReadParams | AgentRea
     if _screen_read(params):
         return await grid_result(rt, pane, _state_part(pane))
     lines = params.get("lines", READ_DEFAULT_LINES)
-    kept = await _kept_read(rt, pane, lines)
-    return {**_screen_part(pane, lines, kept.reply), **_state_part(pane)}
+    kept = await kept_read(rt, pane, lines)
+    return {**_screen_part(pane, lines, kept.reply, kept.captured_at), **_state_part(pane)}
 
 
 def _screen_read(params: PaneReadParams | AgentReadParams) -> bool:
@@ -199,7 +120,7 @@ async def read(rt: Runtime, params: PaneReadParams) -> EncodedResult:
     if _screen_read(params):
         return EncodedResult(dump_value(await grid_result(rt, pane, _state_part(pane))))
     lines = params.get("lines", READ_DEFAULT_LINES)
-    kept = await _kept_read(rt, pane, lines)
+    kept = await kept_read(rt, pane, lines)
     return EncodedResult(
         read_json(pane, lines, kept),
         reusable=pane.reads.get(lines) is kept,  # good until the screen or the state changes

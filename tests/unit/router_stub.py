@@ -35,6 +35,6 @@ def one_pane_runtime(
     rt.state.panes[pane.key] = pane
     rt.state.commit()
     started: asyncio.Future[m.Message] = asyncio.get_running_loop().create_future()
-    started.set_result(m.ScreenChanged(window_id=1, pane_id=1))
+    started.set_result(m.AnswersStale())
     rt.links[pane.key] = WorkerLink(1, 1, WorkerProcess(0), started, identity=b"w")
     return rt, pane

@@ -238,14 +238,16 @@ def _traced() -> Iterator[None]:
         tracemalloc.stop()
 
 
-def _screen_updated(lines: int, width: int = 12) -> m.ScreenUpdated:
-    return m.ScreenUpdated(
+def _screen_published(lines: int, width: int = 12) -> m.ScreenPublished:
+    return m.ScreenPublished(
         window_id=1,
         pane_id=2,
-        read_lines=lines,
         lines=[f"{i:0{width}d}" for i in range(lines)],
         history_available=lines,
         truncated=False,
+        cols=80,
+        rows=24,
+        captured_at=1.5,
         reports=1,
     )
 
@@ -254,7 +256,7 @@ def test_encoding_takes_no_new_buffer_per_message() -> None:
     """#15: every message used to get a fresh 256 KiB packing buffer (``msgpack.packb``), which
     glibc serves from the heap once its mmap threshold has risen: asked for and freed at every
     message, it fragmented each pane worker's heap under a long soak. The encoder keeps one."""
-    message = _screen_updated(200)
+    message = _screen_published(200)
     m.encode(message)  # this thread's packer is made here, outside the measure
     with _traced():
         for _ in range(200):
@@ -266,12 +268,12 @@ def test_encoding_takes_no_new_buffer_per_message() -> None:
 def test_a_large_message_does_not_leave_its_buffer_behind() -> None:
     """The packer's buffer grows to fit a large message (a long scrollback read); it is not
     kept at that size for the small messages that follow."""
-    large = _screen_updated(20_000, width=40)  # about 0.9 MB packed
+    large = _screen_published(20_000, width=40)  # about 0.9 MB packed
     with _traced():
         frame = m.encode(large)
         assert len(frame) > 2 * codec.PACK_BUFFER_BYTES
         del frame
-        m.encode(_screen_updated(5))
+        m.encode(_screen_published(5))
         kept, _ = tracemalloc.get_traced_memory()
     assert kept < 2 * codec.PACK_BUFFER_BYTES, f"{kept} traced bytes kept after the message"
 
@@ -282,7 +284,7 @@ def test_threads_encoding_at_once_get_their_own_frames() -> None:
     errors: list[str] = []
 
     def encode_many(index: int) -> None:
-        message = _screen_updated(50 + index)
+        message = _screen_published(50 + index)
         for _ in range(300):
             if m.decode(m.encode(message)) != message:
                 errors.append(f"thread {index}: wrong frame")

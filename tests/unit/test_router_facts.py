@@ -55,7 +55,7 @@ def test_a_worker_gone_fails_its_own_requests_only(tmp_path: Path) -> None:
         sent: list[m.Message] = []
         rt, pane = one_pane_runtime(tmp_path, sent.append)
         other_started: asyncio.Future[m.Message] = asyncio.get_running_loop().create_future()
-        other_started.set_result(m.ScreenChanged(window_id=1, pane_id=2))
+        other_started.set_result(m.AnswersStale())
         other = WorkerLink(1, 2, WorkerProcess(0), other_started, identity=b"x")
         rt.links[(1, 2)] = other
         mine = asyncio.ensure_future(

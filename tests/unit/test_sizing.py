@@ -51,7 +51,7 @@ def _runtime(tmp_path: Path, sent: Sent, zoomed: bool) -> Runtime:
     rt.state.apply_sizes(1, tab)
     for pane in list(rt.state.panes.values()):
         started: asyncio.Future[m.Message] = loop.create_future()
-        started.set_result(m.ScreenChanged(window_id=1, pane_id=pane.pane_id))
+        started.set_result(m.AnswersStale())
         identity = f"w{pane.pane_id}".encode()
         size = (pane.cols, pane.rows)
         rt.links[pane.key] = WorkerLink(

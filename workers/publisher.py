@@ -1,0 +1,140 @@
+"""Published screens: how a read of a pane is answered without waiting for its worker (R4.4).
+
+A pane's worker publishes its screen to the router: the last ``PUBLISH_LINES`` logical lines
+within ``PUBLISH_MAX_BYTES`` (``ScreenPublished``), whether or not anyone reads. It publishes
+at once when the screen changes after a quiet spell, then at most every ``PUBLISH_INTERVAL_S``
+while output goes on (one timer per pending publication, never one per chunk), and at once
+before any other message it sends (a shell mark, an exec's end, an exit, a reply): nothing the
+router learns about the output is newer than its copy of the screen. A pane that prints
+nothing publishes nothing.
+
+The router keeps the newest publication per pane and derives every ``pane.read`` of up to
+``PUBLISH_LINES`` lines from it (the last N of the published lines: the worker's read of N
+lines would answer the same; ``router/handlers/kept_reads.py``). A read of more lines than it
+holds, and a read while a resize is on its way, goes to the worker. Either answer is kept
+until the next publication. The frontend adapter keeps the answers the router marks reusable
+and gives them again until the router says they are stale (``AnswersStale``, sent before
+anything else when a new publication or a state change arrives; ``router/answers.py``).
+One state diagram for a pane's screen::
+
+      worker                              router                        adapter
+      ------                              ------                        -------
+      clean --output--> dirty             publication P(n)              answers of P(n), kept
+        ^                 |               (reads: slices of P(n);       for the same request
+        |        first change after quiet,  longer reads: worker,       until AnswersStale
+        |        interval elapsed, or       kept until P(n+1))
+        |        any other message out           |
+        +------- publish P(n+1) ------------> P(n+1) replaces P(n) --> AnswersStale(pane)
+                                          resize sent: no publication
+                                          until one of the new size
+                                          arrives (reads go to the worker)
+
+What a read can be behind: while output flows, the answered screen is at most
+``PUBLISH_INTERVAL_S`` plus the time the worker waits for a core older than the worker's own
+screen, which itself trails the program by the bytes the kernel still holds in the PTY and
+the one worker read (at most 64 KiB) being applied. Once output
+stops, the answered screen is exact, and a read after a completed ``pane.wait`` or
+``pane.run`` always shows the command's end. Each answer says when its screen was captured
+(``screen_captured_at``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from pebrel import messages as m
+from pebrel.model import PUBLISH_LINES, PUBLISH_MAX_BYTES
+from pebrel.workers.screen import ReadResult
+
+#: While the output goes on, the router's copy is renewed at most this often.
+PUBLISH_INTERVAL_S = 0.02
+#: Within the interval, the copy is renewed once no output came for this long (a burst ended).
+QUIET_S = 0.0005
+
+
+class ScreenPublisher:
+    def __init__(
+        self,
+        ids: dict[str, int],
+        read: Callable[[int, int], ReadResult],
+        size: Callable[[], tuple[int, int]],
+        transmit: Callable[[m.Message], None],
+    ) -> None:
+        self._ids = ids
+        self._read = read
+        self._size = size
+        self._transmit = transmit
+        self.published = 0  # publications sent; a reply carries it (ScreenRead.reports)
+        self.dirty = True  # the screen changed since the last publication (none yet)
+        self._at = float("-inf")
+        self._last_output = float("-inf")
+        self._timer: asyncio.TimerHandle | None = None
+
+    def changing(self) -> None:
+        """The screen is about to change (output, a resize)."""
+        self.dirty = True
+
+    def changed(self) -> None:
+        """A batch of output was applied: publish now or (if one went out less than the
+        interval ago) once the output pauses or the interval is up."""
+        if not self.dirty:
+            return
+        now = time.monotonic()
+        if now >= self._at + PUBLISH_INTERVAL_S:
+            self.publish()
+            return
+        self._last_output = now
+        if self._timer is None:  # one timer per pending publication, not one per chunk
+            self._arm(now)
+
+    def _arm(self, now: float) -> None:
+        at = min(self._at + PUBLISH_INTERVAL_S, self._last_output + QUIET_S)
+        self._timer = asyncio.get_running_loop().call_later(max(0.0, at - now), self._due)
+
+    def _due(self) -> None:
+        self._timer = None
+        now = time.monotonic()
+        if now < self._at + PUBLISH_INTERVAL_S and now < self._last_output + QUIET_S:
+            self._arm(now)  # more output came: wait for it to pause, or for the interval
+            return
+        self.publish()
+
+    def flush(self) -> None:
+        """Publish before another message goes out (it does not count against the interval:
+        the output that follows is the end of a command more often than a flood)."""
+        at = self._at
+        self.publish()
+        self._at = at
+
+    def publish(self) -> None:
+        """Send the router the screen as it is now, if it changed since the last time."""
+        self._cancel()
+        if not self.dirty:
+            return
+        self.dirty = False
+        self._at = time.monotonic()
+        result = self._read(PUBLISH_LINES, PUBLISH_MAX_BYTES)
+        cols, rows = self._size()
+        self.published += 1
+        self._transmit(
+            m.ScreenPublished(
+                **self._ids,
+                lines=result.lines,
+                history_available=result.history_available,
+                truncated=result.truncated,
+                cols=cols,
+                rows=rows,
+                captured_at=time.time(),
+                reports=self.published,
+            )
+        )
+
+    def close(self) -> None:
+        self._cancel()
+
+    def _cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
