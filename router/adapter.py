@@ -74,6 +74,7 @@ class Frontend:
         self.from_router: dict[type[m.Message], Callable[[Any], None]] = {
             m.RequestAnswered: self.request_answered,
             m.AnswersStale: self.answers_stale,
+            m.AnswersRenewed: self.answers_renewed,
             m.SnapshotChanged: self.on_snapshot,
             m.StopFrontend: self.stop_frontend,
         }
@@ -124,6 +125,8 @@ class Frontend:
                 kept = self.answers.get(key)
                 if kept is not None:
                     self.write(conn, ok_line_encoded(request.id, kept))
+                    if self.answers.report_use(key):
+                        self.to_router(m.AnswerUsed(method=request.method, params=request.params))
                     return True
                 slot = self.answers.slot(key)
         try:
@@ -229,6 +232,13 @@ class Frontend:
 
     def answers_stale(self, message: m.AnswersStale) -> None:
         self.answers.stale(message.window_id, message.pane_id)
+
+    def answers_renewed(self, message: m.AnswersRenewed) -> None:
+        self.answers.renew(
+            message.window_id,
+            message.pane_id,
+            dict(zip(message.lines, message.results, strict=True)),
+        )
 
     def stop_frontend(self, message: m.StopFrontend) -> None:
         self.stop.set()

@@ -15,7 +15,10 @@ pane's screen change only the reads of panes with its id. An answer that arrives
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
+
+from pebrel.model import READ_DEFAULT_LINES
 
 #: Methods whose answers the router may mark reusable.
 REUSABLE_METHODS = frozenset({"pane.read", "runtime.snapshot"})
@@ -23,6 +26,8 @@ REUSABLE_METHODS = frozenset({"pane.read", "runtime.snapshot"})
 ANSWERS_KEPT = 256
 #: Requests in flight with a slot, at most (a router that never answers must not either).
 SLOTS_MAX = 4096
+#: A kept read in use is reported to the router (AnswerUsed) at most this often.
+USE_REPORT_S = 0.25
 
 Key = tuple[str, str, tuple[tuple[str, Any, Any], ...]]
 
@@ -46,10 +51,24 @@ class AnswerCache:
         self._kept: dict[Key, bytes] = {}
         self._slots: dict[int, Key] = {}
         self._next = itertools.count(1)
+        self._reported: dict[Key, float] = {}
 
     def get(self, key: Key) -> bytes | None:
         """The kept answer's result JSON for a request with this key."""
         return self._kept.get(key)
+
+    def report_use(self, key: Key) -> bool:
+        """Whether the router should hear now that this kept read is in use (it goes on
+        renewing the reads of that pane while they are)."""
+        if key[1] != "pane.read":
+            return False
+        now = time.monotonic()
+        if now - self._reported.get(key, float("-inf")) < USE_REPORT_S:
+            return False
+        if len(self._reported) >= ANSWERS_KEPT:
+            self._reported.clear()
+        self._reported[key] = now
+        return True
 
     def slot(self, key: Key) -> int:
         """A slot for a request sent to the router (echoed with its answer)."""
@@ -77,6 +96,19 @@ class AnswerCache:
             return
         for key in [key for key in self._kept if _may_read(key, window_id, pane_id)]:
             del self._kept[key]
+
+    def renew(self, window_id: int, pane_id: int, results: dict[int, bytes]) -> None:
+        """A pane's new answers to reads by line count: each replaces the kept reads that may
+        be of this pane and ask for that many lines (a read naming no window that was kept
+        resolved to this pane: another pane with its id would have made it ambiguous, and a
+        new pane commits a revision); its other kept reads are stale."""
+        for key in [key for key in self._kept if _may_read(key, window_id, pane_id)]:
+            asked = next((value for name, _, value in key[2] if name == "lines"), None)
+            result = results.get(READ_DEFAULT_LINES if asked is None else asked)
+            if result is not None:
+                self._kept[key] = result
+            else:
+                del self._kept[key]
 
     def __len__(self) -> int:
         return len(self._kept)

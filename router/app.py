@@ -100,6 +100,7 @@ class RouterApp:
         self.from_frontend: dict[type[m.Message], Callable[[Any], None]] = {
             m.HandleRequest: self.start_request,
             m.ConnectionClosed: self.connection_closed,
+            m.AnswerUsed: lambda used: self.answers.used(used.method, used.params),
             m.FrontendStarted: self.frontend_started,
         }
         # Free heap pages go back to the system after busy spells (requests, worker facts).

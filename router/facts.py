@@ -79,11 +79,12 @@ def screen_published(rt: Runtime, pane: Pane, fact: m.ScreenPublished) -> bool:
     """The worker's new screen replaces every read answer kept for the pane; it answers reads
     unless it is older than a resize the worker was told of (another size)."""
     pane.screen_reports = fact.reports
-    rt.drop_kept_reads(pane)
+    pane.reads.clear()
     link = rt.links.get(pane.key)
     size = link.size if link is not None and link.size is not None else (pane.cols, pane.rows)
     pane.screen = fact
     pane.screen_current = (fact.cols, fact.rows) == size
+    rt.on_screen_published(pane)
     return False  # nothing a client sees in the snapshot changed
 
 

@@ -61,6 +61,8 @@ class Pane:
     reads: dict[int, KeptRead] = field(default_factory=dict)
     # The worker's count of publications, as of its last one.
     screen_reports: int = 0
+    # When a kept read of this pane was last given (by the router or, as reported, the adapter).
+    read_used: float = float("-inf")
 
     @property
     def key(self) -> tuple[int, int]:

@@ -2,9 +2,10 @@
 
 A pane's worker publishes its screen to the router: the last ``PUBLISH_LINES`` logical lines
 within ``PUBLISH_MAX_BYTES`` (``ScreenPublished``), whether or not anyone reads. It publishes
-at once when the screen changes after a quiet spell, then at most every ``PUBLISH_INTERVAL_S``
-while output goes on (one timer per pending publication, never one per chunk), and at once
-before any other message it sends (a shell mark, an exec's end, an exit, a reply): nothing the
+at once when the screen changes after a quiet spell, when a burst of output ends (but no sooner
+than ``QUIET_GAP_S`` after the last one), at most every ``PUBLISH_INTERVAL_S`` while output goes
+on (one timer per pending publication, never one per chunk), and at once before any other
+message it sends (a shell mark, an exec's end, an exit, a reply): nothing the
 router learns about the output is newer than its copy of the screen. A pane that prints
 nothing publishes nothing.
 
@@ -13,27 +14,35 @@ The router keeps the newest publication per pane and derives every ``pane.read``
 lines would answer the same; ``router/handlers/kept_reads.py``). A read of more lines than it
 holds, and a read while a resize is on its way, goes to the worker. Either answer is kept
 until the next publication. The frontend adapter keeps the answers the router marks reusable
-and gives them again until the router says they are stale (``AnswersStale``, sent before
-anything else when a new publication or a state change arrives; ``router/answers.py``).
-One state diagram for a pane's screen::
+and gives them again: when a pane whose reads it holds (and gave in the last second, as it
+reports with ``AnswerUsed``) publishes, the router sends it the new answers
+(``AnswersRenewed``), so a client polling busy panes is answered by the adapter alone; reads
+of a pane nobody polls any more, and every answer at a state change, are dropped
+(``AnswersStale``; ``router/answers.py``, ``router/answer_sync.py``). One state diagram for a
+pane's screen::
 
-      worker                              router                        adapter
-      ------                              ------                        -------
-      clean --output--> dirty             publication P(n)              answers of P(n), kept
-        ^                 |               (reads: slices of P(n);       for the same request
-        |        first change after quiet,  longer reads: worker,       until AnswersStale
-        |        interval elapsed, or       kept until P(n+1))
-        |        any other message out           |
-        +------- publish P(n+1) ------------> P(n+1) replaces P(n) --> AnswersStale(pane)
-                                          resize sent: no publication
-                                          until one of the new size
-                                          arrives (reads go to the worker)
+      worker                      router                          adapter
+      ------                      ------                          -------
+      clean --output--> dirty     publication P(n): reads of      answers derived from P(n),
+        ^                 |       up to 120 lines are slices      given for the same request
+        |   first change after    of it; longer ones ask the      (AnswerUsed now and then)
+        |   quiet, burst end,     worker; kept until P(n+1)
+        |   interval, or any                 |
+        |   other message out                |
+        +---- publish P(n+1) -----> P(n+1) replaces P(n) --+--> AnswersRenewed (reads given
+                                                           |    in the last second)
+                                                           +--> AnswersStale (else)
+                                  resize sent: P(n) answers
+                                  nothing until a publication     AnswersStale(pane)
+                                  of the new size arrives
+                                  (reads go to the worker)
+                                  state change (revision) ------> AnswersStale() (all)
 
 What a read can be behind: while output flows, the answered screen is at most
 ``PUBLISH_INTERVAL_S`` plus the time the worker waits for a core older than the worker's own
 screen, which itself trails the program by the bytes the kernel still holds in the PTY and
-the one worker read (at most 64 KiB) being applied. Once output
-stops, the answered screen is exact, and a read after a completed ``pane.wait`` or
+the one worker read (at most 64 KiB) being applied. Once output stops, the answered screen is
+exact, and a read after a completed ``pane.wait`` or
 ``pane.run`` always shows the command's end. Each answer says when its screen was captured
 (``screen_captured_at``).
 """
@@ -48,10 +57,18 @@ from pebrel import messages as m
 from pebrel.model import PUBLISH_LINES, PUBLISH_MAX_BYTES
 from pebrel.workers.screen import ReadResult
 
-#: While the output goes on, the router's copy is renewed at most this often.
-PUBLISH_INTERVAL_S = 0.02
-#: Within the interval, the copy is renewed once no output came for this long (a burst ended).
+#: While the output goes on, the screen is published at most this often. Every publication
+#: costs the router a little (a message, a decode, renewing the reads the adapter keeps), and
+#: the router gets no more than its fair share of the CPUs when every core is busy: a router
+#: near that share is held back by the scheduler for hundreds of milliseconds at a time. 16
+#: flooding panes at this interval keep it well below (bench/RESULTS.md, "many readers").
+PUBLISH_INTERVAL_S = 0.1
+#: Within the interval, the screen is published once no output came for this long (a burst
+#: ended: the end of a `cat`, a command's last line) ...
 QUIET_S = 0.0005
+#: ... but no sooner than this after the last publication (a line printed every few ms is not
+#: one burst ending after another).
+QUIET_GAP_S = 0.02
 
 
 class ScreenPublisher:
@@ -89,14 +106,19 @@ class ScreenPublisher:
         if self._timer is None:  # one timer per pending publication, not one per chunk
             self._arm(now)
 
+    def _when(self) -> float:
+        """When the pending publication is due (as things stand)."""
+        quiet = max(self._last_output + QUIET_S, self._at + QUIET_GAP_S)
+        return min(self._at + PUBLISH_INTERVAL_S, quiet)
+
     def _arm(self, now: float) -> None:
-        at = min(self._at + PUBLISH_INTERVAL_S, self._last_output + QUIET_S)
-        self._timer = asyncio.get_running_loop().call_later(max(0.0, at - now), self._due)
+        delay = max(0.0, self._when() - now)
+        self._timer = asyncio.get_running_loop().call_later(delay, self._due)
 
     def _due(self) -> None:
         self._timer = None
         now = time.monotonic()
-        if now < self._at + PUBLISH_INTERVAL_S and now < self._last_output + QUIET_S:
+        if now < self._when():
             self._arm(now)  # more output came: wait for it to pause, or for the interval
             return
         self.publish()

@@ -65,7 +65,9 @@ from pebrel.messages.facts import (
     TitleChanged,
 )
 from pebrel.messages.frontend import (
+    AnswersRenewed,
     AnswersStale,
+    AnswerUsed,
     ConnectionClosed,
     FrontendStarted,
     HandleRequest,
@@ -87,6 +89,8 @@ from pebrel.messages.replies import (
 __all__ = [
     "NOT_AT_PROMPT",
     "PANE_EXITED",
+    "AnswerUsed",
+    "AnswersRenewed",
     "AnswersStale",
     "CancelAtPrompt",
     "ClosePane",

@@ -60,6 +60,29 @@ class AnswersStale(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class AnswersRenewed(Message):
+    """A pane published a new screen and the router has the new answers to ``pane.read`` of
+    each of ``lines`` lines (``results``, in the same order): they replace the kept reads that
+    may be of this pane and ask for that many lines; the pane's other kept reads are stale."""
+
+    type: ClassVar[str] = "answers_renewed"
+    window_id: int
+    pane_id: int
+    lines: list[int]
+    results: list[bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerUsed(Message):
+    """frontend -> router: a kept answer to this request is being given (sent at most every
+    few hundred ms per request), so the router goes on renewing it."""
+
+    type: ClassVar[str] = "answer_used"
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectionClosed(Message):
     type: ClassVar[str] = "connection_closed"
     connection_id: int
@@ -86,6 +109,8 @@ MESSAGES: tuple[type[Message], ...] = (
     HandleRequest,
     RequestAnswered,
     AnswersStale,
+    AnswersRenewed,
+    AnswerUsed,
     ConnectionClosed,
     StopFrontend,
     SnapshotChanged,

@@ -23,24 +23,37 @@ READS_KEPT = 4
 
 async def kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
     """The answer to a read of ``lines`` lines of ``pane`` as the router has its screen."""
+    kept = published_read(pane, lines)
+    if kept is not None:
+        return kept
+    if pane.exited and pane.key not in rt.links:
+        return last_read(pane, lines)
+    kept = await _worker_read(rt, pane, lines)
+    # A publication that arrived while the read was on its way is newer than the answer (it
+    # counted the ones before): then the answer is given but not kept.
+    if kept.reply.reports >= pane.screen_reports:
+        _keep(pane, lines, kept)
+    return kept
+
+
+def published_read(pane: Pane, lines: int) -> KeptRead | None:
+    """The kept answer to a read of ``lines`` lines, or one derived from the pane's published
+    screen (and kept); None when only the worker can answer it."""
     kept = pane.reads.get(lines)
     if kept is not None:
         return kept
     screen = pane.screen
-    if pane.screen_current and screen is not None and _answers(screen, lines):
-        kept = KeptRead(_slice(screen, lines), screen.captured_at)
-    elif pane.exited and pane.key not in rt.links:
-        return last_read(pane, lines)
-    else:
-        kept = await _worker_read(rt, pane, lines)
-        # A publication that arrived while the read was on its way is newer than the answer
-        # (it counted the ones before): then the answer is given but not kept.
-        if kept.reply.reports < pane.screen_reports:
-            return kept
+    if not (pane.screen_current and screen is not None and _answers(screen, lines)):
+        return None
+    kept = KeptRead(_slice(screen, lines), screen.captured_at)
+    _keep(pane, lines, kept)
+    return kept
+
+
+def _keep(pane: Pane, lines: int, kept: KeptRead) -> None:
     if len(pane.reads) >= READS_KEPT:
         pane.reads.clear()  # a client varying `lines` must not pile up answers
     pane.reads[lines] = kept
-    return kept
 
 
 def _answers(screen: m.ScreenPublished | m.ScreenRead, lines: int) -> bool:

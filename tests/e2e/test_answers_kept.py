@@ -105,9 +105,10 @@ def test_output_without_any_state_change_is_seen(runtime: Runtime) -> None:
 
 
 def test_reads_of_a_pane_whose_output_goes_on_are_renewed_in_the_adapter(tmp_path: Path) -> None:
-    """The worker renews its kept read, the router passes the new answer to the adapter: a
-    client polling a busy pane sees it advance while few of its reads reach the router, for
-    longer than a watch lasts without a read (the adapter reports the reads it answers)."""
+    """The worker publishes its screen as it changes and the router passes the new answers to
+    the adapter: a client polling a busy pane sees it advance while few of its reads reach the
+    router, for longer than the router renews unreported reads (the adapter reports the reads
+    it answers)."""
     env = {**base_env(tmp_path), "PEBREL_LOG_LEVEL": "DEBUG"}
     with started_runtime(env) as rt:
         at_prompt(rt)

@@ -78,3 +78,50 @@ def test_a_screen_change_drops_only_the_reads_that_may_be_of_that_pane() -> None
     assert kept == {"read 1 in window 2", "read 2 in window 1", "snapshot"}
     cache.stale()
     assert len(cache) == 0
+
+
+def test_renewed_reads_replace_the_reads_of_that_pane_and_line_counts() -> None:
+    cache = AnswerCache()
+    keys = {
+        "24 lines in window 1": request_key(
+            "t", "pane.read", {"window_id": 1, "pane_id": 1, "lines": 24}
+        ),
+        "24 lines, no window": request_key("t", "pane.read", {"pane_id": 1, "lines": 24}),
+        "default lines": request_key("t", "pane.read", {"window_id": 1, "pane_id": 1}),
+        "5 lines": request_key("t", "pane.read", {"window_id": 1, "pane_id": 1, "lines": 5}),
+        "24 lines in window 2": request_key(
+            "t", "pane.read", {"window_id": 2, "pane_id": 1, "lines": 24}
+        ),
+        "snapshot": request_key("t", "runtime.snapshot", {}),
+    }
+    for key in keys.values():
+        assert key is not None
+        cache.answered(cache.slot(key), b"old")
+    cache.renew(1, 1, {24: b"new", 7: b"seven"})
+    now = {name: cache.get(key) for name, key in keys.items() if key is not None}
+    assert now == {
+        "24 lines in window 1": b"new",
+        "24 lines, no window": b"new",
+        "default lines": None,
+        "5 lines": None,
+        "24 lines in window 2": b"old",
+        "snapshot": b"old",
+    }
+    cache.renew(1, 1, {120: b"default"})  # a renewal never adds a read nobody kept
+    assert cache.get(keys["default lines"]) is None  # type: ignore[arg-type]
+
+
+def test_use_of_a_kept_read_is_reported_at_most_every_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(answers, "USE_REPORT_S", 60.0)
+    cache = AnswerCache()
+    read = request_key("t", "pane.read", {"pane_id": 1})
+    other = request_key("t", "pane.read", {"pane_id": 2})
+    snapshot = request_key("t", "runtime.snapshot", {})
+    assert read is not None and other is not None and snapshot is not None
+    assert cache.report_use(read) and not cache.report_use(read)
+    assert cache.report_use(other)
+    assert not cache.report_use(snapshot)  # nothing to keep current for a snapshot
+    monkeypatch.setattr(answers, "USE_REPORT_S", 0.0)
+    assert cache.report_use(read)

@@ -72,6 +72,30 @@ def test_first_change_goes_out_at_once_then_when_the_output_pauses(
     asyncio.run(main())
 
 
+def test_bursts_that_end_one_after_another_are_published_at_most_every_gap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A line every few milliseconds is not one burst ending after another: between two
+    publications lies at least QUIET_GAP_S."""
+    monkeypatch.setattr(publisher, "PUBLISH_INTERVAL_S", 30.0)
+    monkeypatch.setattr(publisher, "QUIET_S", 0.0005)
+    monkeypatch.setattr(publisher, "QUIET_GAP_S", 0.1)
+
+    async def main() -> None:
+        pub, sent = _publisher()
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while loop.time() - start < 0.45:  # a line every 5 ms, quiet in between
+            pub.changing()
+            pub.changed()
+            await asyncio.sleep(0.005)
+        await wait_for_async(lambda: not pub.dirty, 10, "the last line published")
+        # at once, then about every 0.1 s: never one per line (90 of them)
+        assert 3 <= len(sent) <= 7, [msg.reports for msg in sent]
+
+    asyncio.run(main())
+
+
 def test_output_that_goes_on_is_published_at_most_every_interval(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -17,6 +17,7 @@ def test_the_adapter_handles_every_message_the_router_sends_it() -> None:
     sent_by_router = {
         m.RequestAnswered,
         m.AnswersStale,
+        m.AnswersRenewed,
         m.SnapshotChanged,
         m.StopFrontend,
     }
