@@ -25,9 +25,14 @@ from types import FrameType
 from bench import measure, report
 from bench.harness import Bench
 from bench.load import under_load
+from bench.load_many import many_readers
 from bench.measure import Config, Run, log
 
-PHASES = [*measure.PHASES, ("load", "under load (16 flooding panes)", under_load)]
+PHASES = [
+    *measure.PHASES,
+    ("load", "under load (16 flooding panes)", under_load),
+    ("many", "many readers (16 flooding panes, 4 clients)", many_readers),
+]
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 

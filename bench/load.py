@@ -27,6 +27,7 @@ import psutil
 from bench.common import deadline
 from bench.load_flood import (
     FLOOD_NEEDLE,
+    Flood,
     Load,
     _cats,
     _loop_command,
@@ -77,7 +78,7 @@ def _turn_note(load: Load, who: str, rep: int, timing: tuple[int, float, float],
 
 
 def _end_turn(
-    load: Load,
+    load: Flood,
     watch: Stopwatch,
     who: str,
     close: Callable[[W], None],

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import psutil
 
@@ -27,6 +28,18 @@ FLOOD_NEEDLE = "pid="
 SCREEN_NEEDLE = "22 xxx"
 #: A side is idle again once its processes use less than this many cores.
 IDLE_CORES = 0.15
+
+
+class Flood(Protocol):
+    """What the flood's helpers need of a phase's state (`Load`, or bench/load_many.py's)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def tmux_server(self) -> int: ...
+
+    def problem(self, text: str) -> None: ...
 
 
 @dataclass
@@ -118,7 +131,7 @@ def _uss_mib(procs: list[psutil.Process]) -> float:
     return total / MIB
 
 
-def _tmux_processes(load: Load) -> list[psutil.Process]:
+def _tmux_processes(load: Flood) -> list[psutil.Process]:
     try:
         server = psutil.Process(load.tmux_server)
         return [server, *server.children(recursive=True)]
@@ -126,7 +139,7 @@ def _tmux_processes(load: Load) -> list[psutil.Process]:
         return []
 
 
-def _wait_for_cats(load: Load, who: str, count: int) -> int:
+def _wait_for_cats(load: Flood, who: str, count: int) -> int:
     """Until `count` `cat`s of the file run at once (10 s); return the most seen."""
     end = time.monotonic() + 10.0
     most = 0
@@ -139,7 +152,7 @@ def _wait_for_cats(load: Load, who: str, count: int) -> int:
     return most
 
 
-def _wait_quiet(load: Load, who: str, processes: Callable[[], list[psutil.Process]]) -> None:
+def _wait_quiet(load: Flood, who: str, processes: Callable[[], list[psutil.Process]]) -> None:
     """After a turn: no `cat` of the file left, and the side's processes idle again."""
     end = time.monotonic() + 20.0
     while cats := _cats(load.path):

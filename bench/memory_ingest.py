@@ -1,5 +1,6 @@
 """The phases that feed panes data: ingestion (`cat` of a plain, SGR-coloured and
-progress-bar file into an 80x24 pane, in MB/s) and memory per pane (USS and PSS of Pebrel's
+progress-bar file into an 80x24 pane, in MB/s, and the CPU the plain-text one costs per MB:
+every runtime process against the tmux server) and memory per pane (USS and PSS of Pebrel's
 worker + shell against the tmux server's growth + shell, idle and with 10,000 lines of
 history)."""
 
@@ -29,6 +30,24 @@ def _sum_memory(pids: list[int]) -> tuple[float, float]:
     return uss / MIB, pss / MIB
 
 
+def _cpu_s(procs: list[psutil.Process]) -> float:
+    total = 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def _runtime_procs(run: Run, pane: PebrelPane) -> list[psutil.Process]:
+    """Every process of the runtime but the pane's shell and what it runs (`cat`)."""
+    shell = run.bench.pebrel.shell_pid(pane)
+    theirs = {shell} | {child.pid for child in psutil.Process(shell).children(recursive=True)}
+    return [proc for proc in run.bench.pebrel.processes() if proc.pid not in theirs]
+
+
 # --------------------------------------------------------------------------- 1. ingestion
 
 
@@ -49,6 +68,13 @@ def ingestion(run: Run) -> None:
         )
         for key, label, _ in kinds
     }
+    cpu_row = run.row(
+        "ingest_cpu",
+        f"CPU per MB ingested, plain text (`cat` {cfg.ingest_bytes / MB:g} MB; every runtime "
+        "process / the tmux server)",
+        "ms",
+        "tmux server",
+    )
     bodies = {key: make(cfg.ingest_bytes) for key, _, make in kinds}
 
     def panes() -> tuple[PebrelPane, TmuxPane]:
@@ -56,42 +82,62 @@ def ingestion(run: Run) -> None:
         b.pebrel.ready(p)
         return p, b.tmux.new_window()
 
-    made = run.setup(list(rows.values()), "ingest panes", panes)
+    made = run.setup([*rows.values(), cpu_row], "ingest panes", panes)
     if made is None:
         return
     ppane, tpane = made
     try:
         for rep in range(cfg.reps):
+            cpu_row.start_rep()
             for index, (key, _, _) in enumerate(kinds):
                 row = rows[key]
                 row.start_rep()
+                cpu = cpu_row if key == "plain" else None
                 marker = f"BENCH-END-{key}-{rep}-{secrets.token_hex(4)}"
                 path = data.write_with_marker(b.files, f"{key}-{rep}.txt", bodies[key], marker)
                 size = path.stat().st_size
                 command = f"cat {path}"
 
                 def pebrel_side(
-                    row: Row = row, marker: str = marker, size: int = size, command: str = command
+                    row: Row = row,
+                    marker: str = marker,
+                    size: int = size,
+                    command: str = command,
+                    cpu: Row | None = cpu,
                 ) -> None:
                     def once() -> float:
                         b.pebrel.settle(ppane)
+                        procs = _runtime_procs(run, ppane)
+                        used = _cpu_s(procs)
                         start = time.perf_counter()
                         b.pebrel.prompt(ppane, command)
                         while marker not in b.pebrel.read(ppane, 5):
                             time.sleep(POLL_S)
-                        return size / MB / (time.perf_counter() - start)
+                        rate = size / MB / (time.perf_counter() - start)
+                        if cpu is not None:
+                            cpu.add("pebrel", (_cpu_s(procs) - used) * 1000 / (size / MB))
+                        return rate
 
                     run.sample(row, "pebrel", once)
 
                 def tmux_side(
-                    row: Row = row, marker: str = marker, size: int = size, command: str = command
+                    row: Row = row,
+                    marker: str = marker,
+                    size: int = size,
+                    command: str = command,
+                    cpu: Row | None = cpu,
                 ) -> None:
                     def once() -> float:
+                        server = [psutil.Process(b.tmux.server_pid())]
+                        used = _cpu_s(server)
                         start = time.perf_counter()
                         b.tmux.send(tpane, command)
                         while marker not in b.tmux.capture(tpane):
                             time.sleep(POLL_S)
-                        return size / MB / (time.perf_counter() - start)
+                        rate = size / MB / (time.perf_counter() - start)
+                        if cpu is not None:
+                            cpu.add("other", (_cpu_s(server) - used) * 1000 / (size / MB))
+                        return rate
 
                     run.sample(row, "other", once)
 

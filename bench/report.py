@@ -188,6 +188,19 @@ METHOD = """\
   only with `exit_code` 0, `stdout` exactly its own token and a newline, and an empty `stderr`;
   the clock covers connecting, all answers and the checks. The cells count the calls that were
   not correct; the notes give the correct answers per burst.
+- Many readers: each side's turn floods 16 new windows as under load (the same 50 MB file; 2 MB
+  with `--quick`), waits for the 16 `cat`s plus a 2 s lead-in, then starts 4 client processes
+  (forked, one connection each, started together once all are connected) that for 15 s (5 s
+  with `--quick`) alternate a read of a random one of the 16 flooded panes and the runtime-wide
+  listing, with a 5 ms pause after each request: Pebrel `pane.read lines=24` and
+  `runtime.snapshot`; tmux `capture-pane -p -t %N` and `list-panes -a`, once as a new client
+  process per request and once over 4 persistent `tmux -C` clients (two windows of the same
+  turn, their order alternating across repetitions; 3 repetitions, or `--reps`). A read fails
+  on an error, a lost connection, no answer within 10 s or a screen without the flood's text
+  (`pid=`); a listing when a flooded pane is missing. The same `pane.read` samples are set
+  against both tmux comparators; the notes give p50/p95/p99 pooled, the ratio of the medians,
+  the `tmux -C` `list-panes -a` figures and the p50/p99 of the age of the screens `pane.read`
+  answered with (from their `screen_captured_at` to the answer's arrival).
 - Every sample runs under a deadline; a stuck or failing sample marks its row "n/a: reason" and
   the run goes on (under load: see above). Benchmarks are never timed assertions in the test
   suite.

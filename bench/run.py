@@ -40,6 +40,11 @@ class Config:
     load_measure_s: float = 4.0
     load_request_timeout_s: float = 10.0
     load_exec: int = 128
+    # Many readers (bench/load_many.py): `many_clients` client processes for `many_measure_s`.
+    many_reps: int = 3
+    many_clients: int = 4
+    many_lead_s: float = 2.0
+    many_measure_s: float = 15.0
 
     @staticmethod
     def make(quick: bool, reps: int | None) -> Config:
@@ -58,8 +63,10 @@ class Config:
                 load_reps=reps or 2,
                 load_bytes=2 * MB,
                 load_measure_s=3.0,
+                many_reps=reps or 1,
+                many_measure_s=5.0,
             )
-        return Config(reps=reps or 7, load_reps=reps or 4)
+        return Config(reps=reps or 7, load_reps=reps or 4, many_reps=reps or 3)
 
 
 def log(message: str) -> None:
