@@ -320,3 +320,17 @@ def runtime(tmp_path: Path, runtime_env: dict[str, str]) -> Iterator[Runtime]:
 def at_prompt(rt: Runtime, pane_id: int = 1, window_id: int = 1) -> None:
     """Wait until a pane's shell has drawn its first prompt (a `true` run succeeds)."""
     rt.run(pane_id, "true", window_id)
+
+
+def prompt_read(rt: Runtime, pane_id: int = 1, lines: int = 120) -> dict[str, Any]:
+    """A read of the pane once its last line is a prompt (`#` or `$` at the end): pane.run
+    answers at the command's end, and the next prompt's screen may still be on its way to the
+    router (docs/protocol.md, "How fresh a read is")."""
+
+    def drawn() -> dict[str, Any] | None:
+        read = rt.ok("pane.read", {"pane_id": pane_id, "lines": lines})
+        last = read["lines"][-1].rstrip() if read["lines"] else ""
+        return read if last.endswith(("#", "$")) else None
+
+    found: dict[str, Any] = wait_for(drawn, 10, f"a prompt at the end of pane {pane_id}")
+    return found

@@ -57,13 +57,15 @@ def test_a_read_on_its_way_to_a_worker_that_dies_is_answered_from_the_kept_scree
     """pane.read waiting on a worker that is SIGKILLed used to answer `invalid_state` ("the
     pane's worker exited"), though a dead worker's pane is readable (docs/protocol.md,
     pane.read): it is answered like any read of that pane now, `exited` and with its reason."""
-    runtime.run(1, "echo before-the-kill")
+    # more lines than a published screen holds (120), so that a longer read asks the worker
+    runtime.run(1, "seq 1 200; echo before-the-kill")
     runtime.ok("pane.read", {"pane_id": 1, "lines": 50})  # kept: the screen the router holds
     worker = worker_of(runtime, 1)
     worker.send_signal(signal.SIGSTOP)
     try:
         with Client(runtime.data_dir, timeout_s=30) as client:
-            read_id = client.send("pane.read", {"pane_id": 1, "lines": 77})  # not kept: waits
+            # more lines than a published screen holds: asked of the worker, so it waits
+            read_id = client.send("pane.read", {"pane_id": 1, "lines": 300})
             # The same connection's next request is answered while the read waits on the
             # stopped worker: by then the read has reached it.
             probe_id = client.send("runtime.snapshot", {})
@@ -85,7 +87,7 @@ def test_a_read_sent_to_a_dead_worker_before_its_exit_is_known_is_answered(
     """A worker that is dead but whose exit the router has not heard yet (the fork server
     reports it): a pane.read sent to it used to answer `invalid_state` ("the pane's worker is
     unreachable") at once; it is answered once the exit is known, from the kept screen."""
-    runtime.run(1, "echo before-the-kill")
+    runtime.run(1, "seq 1 200; echo before-the-kill")  # a read of 300 lines asks the worker
     runtime.ok("pane.read", {"pane_id": 1, "lines": 50})
     worker = worker_of(runtime, 1)
     forkserver = router_children(runtime, entrypoints.FORKSERVER)[0]
@@ -94,7 +96,7 @@ def test_a_read_sent_to_a_dead_worker_before_its_exit_is_known_is_answered(
         worker.send_signal(signal.SIGKILL)
         wait_for(lambda: gone(worker.pid), 10, f"worker {worker.pid} dead")
         with Client(runtime.data_dir, timeout_s=30) as client:
-            read_id = client.send("pane.read", {"pane_id": 1, "lines": 33})
+            read_id = client.send("pane.read", {"pane_id": 1, "lines": 300})
             forkserver.send_signal(signal.SIGCONT)
             answer = client.read_line()
     finally:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Runtime, at_prompt, wait_for
+from tests.conftest import Runtime, at_prompt, prompt_read, wait_for
 from tests.e2e.test_robustness import kill_worker, worker_of
 from tests.e2e.test_transport import Wire, _authenticated
 
@@ -111,23 +111,25 @@ def test_an_id_out_of_range_is_named_with_its_range(
 
 def test_a_dead_workers_pane_is_readable_for_any_lines(runtime: Runtime) -> None:
     """R1.5, R4.4: after its worker is SIGKILLed, a pane answers reads of any `lines` from the
-    last screen the runtime kept: the last `lines` of it, never invalid_state."""
+    last screen the runtime kept (a read of 200 lines, asked of the worker, is larger than the
+    published screen): the last `lines` of it, never invalid_state."""
     runtime.run(1, "for i in $(seq 1 30); do echo row-$i; done")
     at_prompt(runtime)
     worker = worker_of(runtime, 1)
-    before = runtime.ok("pane.read", {"pane_id": 1, "lines": 20})
-    assert before["returned_lines"] == 20 and any("row-30" in x for x in before["lines"])
+    before = prompt_read(runtime, 1, lines=200)
+    kept = before["returned_lines"]
+    assert 30 < kept < 200 and any("row-30" in x for x in before["lines"])
     worker.send_signal(signal.SIGKILL)
     wait_for(lambda: runtime.pane(1)["exited"], 15, "pane 1 marked exited")
     after = runtime.pane(1)
     assert after["exited"] is True and "worker" in after["exit_reason"]
-    for lines in (1, 5, 19, 20, 21, 200, 2000):
+    for lines in (1, 5, kept - 1, kept, kept + 1, 200, 2000):
         read = runtime.ok("pane.read", {"pane_id": 1, "lines": lines})
         assert read["exited"] is True, read
         assert read["lines"] == before["lines"][-lines:], (lines, read)
-        assert read["returned_lines"] == min(lines, 20)
+        assert read["returned_lines"] == min(lines, kept)
         assert read["requested_lines"] == lines
-        assert read["truncated"] is (lines < 20 or before["truncated"])
+        assert read["truncated"] is (lines < kept or before["truncated"])
 
 
 def test_a_dead_workers_pane_answers_reads_whatever_was_kept(runtime: Runtime) -> None:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import psutil
 import pytest
 
-from tests.conftest import Runtime, at_prompt, wait_for
+from tests.conftest import Runtime, at_prompt, prompt_read, wait_for
 
 #: Bound of every wait here: far above what `true` or `sleep 3` need, short enough to fail fast.
 WAIT_MS = 10_000
@@ -126,7 +126,7 @@ CLI_NO_SUBMIT = [
 def test_cli_no_submit_with_wait_is_a_usage_error(runtime: Runtime, args: tuple[str, ...]) -> None:
     """R5.5: `--no-submit` with `--wait` -> exit 2, and nothing is typed into the pane."""
     at_prompt(runtime)
-    before = runtime.ok("pane.read", {"pane_id": 1})
+    before = prompt_read(runtime)
     done = runtime.cli(*args)
     assert done.code == 2, done
     after = runtime.ok("pane.read", {"pane_id": 1})
