@@ -88,6 +88,14 @@ def screen_published(rt: Runtime, pane: Pane, fact: m.ScreenPublished) -> bool:
     return False  # nothing a client sees in the snapshot changed
 
 
+def screen_pending(rt: Runtime, pane: Pane, fact: m.ScreenPending) -> bool:
+    """A publication is on its way: reads go to the worker until it arrives, and an answer
+    the worker made before it is not kept."""
+    pane.screen_reports = max(pane.screen_reports, fact.reports)
+    rt.drop_kept_reads(pane)
+    return False
+
+
 def screen_matched(rt: Runtime, pane: Pane, fact: m.ScreenMatched) -> bool:
     if agents.apply_screen(pane.agents, fact.rule_id, fact.state, time.monotonic()):
         rt.sync_agent_state(pane)
@@ -128,6 +136,7 @@ HANDLERS: Mapping[type[m.Message], Handler] = {
     m.ForegroundChanged: _about_pane(m.ForegroundChanged, foreground_changed),
     m.ProgramStatus: _about_pane(m.ProgramStatus, program_status),
     m.ScreenPublished: _about_pane(m.ScreenPublished, screen_published),
+    m.ScreenPending: _about_pane(m.ScreenPending, screen_pending),
     m.ScreenMatched: _about_pane(m.ScreenMatched, screen_matched),
     m.PaneExited: _about_pane(m.PaneExited, pane_exited),
 }

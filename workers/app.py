@@ -26,7 +26,7 @@ from pebrel.workers.osc import OscEvent, OscScanner
 from pebrel.workers.oscfacts import OscFacts
 from pebrel.workers.promptwrites import PROMPT_MARKS, PromptWrites
 from pebrel.workers.pty import PosixPty
-from pebrel.workers.publisher import ScreenPublisher
+from pebrel.workers.publisher import ScreenPublisher, needs_screen, needs_screen_now
 from pebrel.workers.screen import PaneScreen
 from pebrel.workers.screenwatch import ScreenRuleWatch
 from pebrel.workers.shellkey import KEY_FILE_VAR, ShellKey
@@ -136,10 +136,14 @@ class Worker:
 
     # -- outbound ----------------------------------------------------------------------------
     def send(self, message: m.Message) -> None:
-        """Send one message; a pending publication of the screen goes first, so that nothing
-        the router learns about the output is newer than its copy of the screen."""
-        if self.publisher.dirty:
-            self.publisher.flush()
+        """Send one message; a pending publication of the screen goes first if the message can
+        end a wait or answer a read, so that nothing the router learns about the output that
+        way is newer than its copy of the screen (``workers/publisher.py``)."""
+        if self.publisher.dirty and needs_screen(message):
+            if needs_screen_now(message):
+                self.publisher.flush()
+            else:
+                self.publisher.announce()
         self._transmit(message)
 
     def _transmit(self, message: m.Message) -> None:

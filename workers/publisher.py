@@ -4,10 +4,12 @@ A pane's worker publishes its screen to the router: the last ``PUBLISH_LINES`` l
 within ``PUBLISH_MAX_BYTES`` (``ScreenPublished``), whether or not anyone reads. It publishes
 at once when the screen changes after a quiet spell, when a burst of output ends (but no sooner
 than ``QUIET_GAP_S`` after the last one), at most every ``PUBLISH_INTERVAL_S`` while output goes
-on (one timer per pending publication, never one per chunk), and at once before any other
-message it sends (a shell mark, an exec's end, an exit, a reply): nothing the
-router learns about the output is newer than its copy of the screen. A pane that prints
-nothing publishes nothing.
+on (one timer per pending publication, never one per chunk), and before any message that can
+end a wait or answer a read (``needs_screen``: a command's end mark, an exit, a reply to a
+read, ...): at once before a read's reply, a resize's end or an exit, else announced before the
+message (``ScreenPending``: the router answers no read from its copy until the publication,
+which follows at the loop's next turn, arrives): nothing the router learns that way about the
+output is newer than what it answers reads with. A pane that prints nothing publishes nothing.
 
 The router keeps the newest publication per pane and derives every ``pane.read`` of up to
 ``PUBLISH_LINES`` lines from it (the last N of the published lines: the worker's read of N
@@ -71,6 +73,34 @@ QUIET_S = 0.0005
 QUIET_GAP_S = 0.02
 
 
+def needs_screen_now(message: m.Message) -> bool:
+    """Whether the publication must go before ``message`` itself, not just be announced: a
+    reply to a read (its ``reports`` count it), a resize's end, an exit (the worker may be gone
+    before a deferred publication)."""
+    return isinstance(message, (m.ScreenRead, m.PtyResized, m.PaneExited))
+
+
+def needs_screen(message: m.Message) -> bool:
+    """Whether the router must have the screen as it is now before it handles ``message``:
+    what can end a wait on what the screen shows (a command's end: the D mark, or an A mark
+    where a shell sends no D; an exit; an agent's state from its own report or a screen rule),
+    answer a read (ScreenRead) or end a resize. Other messages (a C or B mark, the foreground
+    group, an input write's answer, a title) leave a pending publication to its timer, off the
+    path of the request that caused them."""
+    if isinstance(message, m.ShellMarked):
+        return message.mark in ("A", "D")
+    return isinstance(message, _NEEDS_SCREEN)
+
+
+_NEEDS_SCREEN = (
+    m.PaneExited,
+    m.ScreenRead,
+    m.PtyResized,
+    m.ProgramStatus,
+    m.ScreenMatched,
+)
+
+
 class ScreenPublisher:
     def __init__(
         self,
@@ -84,6 +114,7 @@ class ScreenPublisher:
         self._size = size
         self._transmit = transmit
         self.published = 0  # publications sent; a reply carries it (ScreenRead.reports)
+        self.pending = False  # announced (ScreenPending), to be published at once
         self.dirty = True  # the screen changed since the last publication (none yet)
         self._at = float("-inf")
         self._last_output = float("-inf")
@@ -130,12 +161,27 @@ class ScreenPublisher:
         self.publish()
         self._at = at
 
+    def announce(self) -> None:
+        """Tell the router a publication is coming (before a message that can end a wait) and
+        publish at the loop's next turn, after that message: the router answers no read from
+        its copy meanwhile, and the message does not wait for the screen to be read."""
+        if not self.dirty or self.pending:
+            return
+        self.pending = True
+        self._transmit(m.ScreenPending(**self._ids, reports=self.published + 1))
+        asyncio.get_running_loop().call_soon(self._announced)
+
+    def _announced(self) -> None:
+        if self.pending:
+            self.flush()
+
     def publish(self) -> None:
         """Send the router the screen as it is now, if it changed since the last time."""
         self._cancel()
         if not self.dirty:
             return
         self.dirty = False
+        self.pending = False
         self._at = time.monotonic()
         result = self._read(PUBLISH_LINES, PUBLISH_MAX_BYTES)
         cols, rows = self._size()

@@ -224,6 +224,11 @@ def _logical_read(
         newest_first.append("".join(reversed(pending)).rstrip())
     truncated = len(newest_first) > lines
     del newest_first[max(lines, 0) :]
+    # Each character takes at most 6 bytes in JSON (\\uXXXX), twice, plus quotes and commas:
+    # when even that fits, nothing is cut and no line needs measuring.
+    if 12 * sum(map(len, newest_first)) + 6 * len(newest_first) + 1 <= max_bytes:
+        newest_first.reverse()
+        return ReadResult(newest_first, history_available, truncated)
     size = 1
     for index, line in enumerate(newest_first):
         size += 2 * json_size(line) + 1

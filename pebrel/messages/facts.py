@@ -98,6 +98,17 @@ class ScreenPublished(PaneFact):
 
 
 @dataclass(frozen=True, slots=True)
+class ScreenPending(PaneFact):
+    """The screen changed and its publication (number ``reports``) follows at once: until it
+    arrives, the router's copy does not answer reads (they go to the worker). Sent instead of
+    the publication itself before a message that can end a wait, so that reading the screen
+    is not on that message's path (``workers/publisher.py``)."""
+
+    type: ClassVar[str] = "screen_pending"
+    reports: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ScreenMatched(PaneFact):
     """The screen rule matching the visible screen changed (None: no rule matches now)."""
 
@@ -123,6 +134,7 @@ MESSAGES: tuple[type[Message], ...] = (
     ForegroundChanged,
     ProgramStatus,
     ScreenPublished,
+    ScreenPending,
     ScreenMatched,
     PaneExited,
 )
