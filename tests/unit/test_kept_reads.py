@@ -168,3 +168,24 @@ def test_a_pane_whose_worker_is_gone_is_read_from_its_last_publication(
         assert _reads_asked(sent) == 0
 
     asyncio.run(main())
+
+
+def test_an_announced_publication_sends_reads_to_the_worker_until_it_arrives(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        sent: list[m.Message] = []
+        rt, pane = _runtime(tmp_path, sent)
+        on_worker_message(rt, _publish(["$ true"], reports=1))
+        assert b"$ true" in (await pane_io.read(rt, {"pane_id": 1, "lines": 24})).json
+        on_worker_message(rt, m.ScreenPending(window_id=1, pane_id=1, reports=2))
+        on_worker_message(rt, m.ShellMarked(window_id=1, pane_id=1, mark="D", exit_code=0, row=1))
+        assert pane.reads == {} and not pane.screen_current
+        read = asyncio.ensure_future(pane_io.read(rt, {"pane_id": 1, "lines": 24}))
+        await wait_for_async(lambda: _asked(sent), 5, "the read asked of the worker")
+        on_worker_message(rt, _publish(["$ true", "$"], reports=2))  # flushed before the reply
+        on_worker_message(rt, _answer(sent[-1], ["$ true", "$"], reports=2))
+        answered = await read
+        assert b'"$"' in answered.json and answered.reusable
+
+    asyncio.run(main())

@@ -139,3 +139,45 @@ def test_nothing_is_published_while_the_screen_does_not_change() -> None:
         pub.close()
 
     asyncio.run(main())
+
+
+def test_an_announced_publication_follows_the_message_it_was_announced_for() -> None:
+    """Before a mark that can end a wait, the worker announces the publication (a small
+    ScreenPending) and publishes at the loop's next turn, after the mark."""
+
+    async def main() -> None:
+        sent: list[m.Message] = []
+        pub = ScreenPublisher(
+            IDS,
+            lambda lines, max_bytes: ReadResult(["$ true", "$"], 0, False),
+            lambda: (80, 24),
+            sent.append,
+        )
+        pub.flush()  # the first screen
+        pub.changing()
+        pub.announce()
+        pub.announce()  # announced once
+        sent.append(m.ShellMarked(**IDS, mark="D", exit_code=0, row=3))
+        assert [type(msg) for msg in sent] == [m.ScreenPublished, m.ScreenPending, m.ShellMarked]
+        pending = sent[1]
+        assert isinstance(pending, m.ScreenPending) and pending.reports == 2
+        await wait_for_async(lambda: len(sent) == 4, 5, "the announced publication")
+        assert isinstance(sent[3], m.ScreenPublished) and sent[3].reports == 2
+        assert not pub.pending and not pub.dirty
+
+    asyncio.run(main())
+
+
+def test_what_waits_for_the_screen() -> None:
+    ids = {"window_id": 1, "pane_id": 1}
+    assert publisher.needs_screen(m.ShellMarked(**ids, mark="D", exit_code=0, row=1))
+    assert publisher.needs_screen(m.ShellMarked(**ids, mark="A", exit_code=None, row=1))
+    assert not publisher.needs_screen(m.ShellMarked(**ids, mark="C", exit_code=None, row=1))
+    assert not publisher.needs_screen(m.TitleChanged(**ids, title="t"))
+    assert not publisher.needs_screen(m.InputWritten(request_id=1, written=3, error=None))
+    read = m.ScreenRead(request_id=1, lines=[], history_available=0, truncated=False)
+    assert publisher.needs_screen(read) and publisher.needs_screen_now(read)
+    exited = m.PaneExited(**ids, exit_code=0, signal=None, reason="exited")
+    assert publisher.needs_screen(exited) and publisher.needs_screen_now(exited)
+    mark = m.ShellMarked(**ids, mark="D", exit_code=0, row=1)
+    assert not publisher.needs_screen_now(mark)
