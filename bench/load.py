@@ -30,6 +30,7 @@ from bench.load_flood import (
     Flood,
     Load,
     _cats,
+    _flood_tmux,
     _loop_command,
     _prepare,
     _tmux_processes,
@@ -41,7 +42,6 @@ from bench.load_probes import _exec_bursts, _measure, _pebrel_probes, _tmux_prob
 from bench.pebrel_side import PebrelPane
 from bench.run import MB, Run, log, poll_text
 from bench.stats import Row
-from bench.tmux_side import TmuxPane
 
 WARMUP_S = 0.5
 SETUP_TIMEOUT_S = 300.0
@@ -132,16 +132,7 @@ def _tmux_turn(load: Load, rep: int) -> None:
     watch = Stopwatch("tmux", rep)
     try:
         with deadline(SETUP_TIMEOUT_S):
-            flooded: list[TmuxPane] = []
-            for _ in range(cfg.load_panes):
-                pane = b.tmux.new_window()
-                windows.append(pane.window_id)
-                flooded.append(pane)
-            watch.lap("open")
-            for pane in flooded:
-                b.tmux.send(pane, _loop_command(load.path))
-            for pane in flooded:
-                poll_text(functools.partial(b.tmux.capture, pane), FLOOD_NEEDLE)
+            flooded = _flood_tmux(b, cfg.load_panes, load.path, windows, lambda: watch.lap("open"))
         cats = _wait_for_cats(load, "tmux", cfg.load_panes)
         time.sleep(WARMUP_S)
         watch.lap("flood up")

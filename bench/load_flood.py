@@ -6,6 +6,7 @@ until none is left and the side is idle again; with the CPU and memory they use.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -190,3 +191,22 @@ def _prepare(load: Load, screen: Path) -> bool:
     poll_text(lambda: b.pebrel.read(idle_p, 24), SCREEN_NEEDLE)
     poll_text(lambda: b.tmux.capture(idle_t), SCREEN_NEEDLE)
     return True
+
+
+def _flood_tmux(
+    b: Bench, count: int, path: Path, windows: list[str], lap: Callable[[], None]
+) -> list[TmuxPane]:
+    """Open ``count`` tmux windows (their ids go to ``windows`` as they open, for the turn's
+    clean-up), call ``lap`` once they are open, type the flood's loop into each and wait until
+    each shows the flood's text; the flooded panes."""
+    flooded: list[TmuxPane] = []
+    for _ in range(count):
+        pane = b.tmux.new_window()
+        windows.append(pane.window_id)
+        flooded.append(pane)
+    lap()
+    for pane in flooded:
+        b.tmux.send(pane, _loop_command(path))
+    for pane in flooded:
+        poll_text(functools.partial(b.tmux.capture, pane), FLOOD_NEEDLE)
+    return flooded

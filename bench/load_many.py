@@ -42,6 +42,7 @@ from bench.load import SETUP_TIMEOUT_S, Stopwatch, _end_turn
 from bench.load_flood import (
     FLOOD_NEEDLE,
     _cats,
+    _flood_tmux,
     _loop_command,
     _tmux_processes,
     _wait_for_cats,
@@ -50,7 +51,6 @@ from bench.many_clients import Outcome, Spec, client_main
 from bench.pebrel_side import PebrelPane
 from bench.run import MB, Run, log, poll_text
 from bench.stats import Row, percentile
-from bench.tmux_side import TmuxPane
 
 #: How long the client processes may take to connect and say they are ready.
 READY_TIMEOUT_S = 60.0
@@ -222,16 +222,7 @@ def _tmux_turn(many: Many, rep: int) -> None:
     watch = Stopwatch("tmux", rep)
     try:
         with deadline(SETUP_TIMEOUT_S):
-            flooded: list[TmuxPane] = []
-            for _ in range(cfg.load_panes):
-                pane = b.tmux.new_window()
-                windows.append(pane.window_id)
-                flooded.append(pane)
-            watch.lap("open")
-            for pane in flooded:
-                b.tmux.send(pane, _loop_command(many.path))
-            for pane in flooded:
-                poll_text(functools.partial(b.tmux.capture, pane), FLOOD_NEEDLE)
+            flooded = _flood_tmux(b, cfg.load_panes, many.path, windows, lambda: watch.lap("open"))
         cats = _flood_up(many, "tmux", watch)
         where: dict[str, Any] = {
             "tmux_panes": [pane.pane_id for pane in flooded],
