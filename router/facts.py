@@ -28,6 +28,18 @@ def replied(rt: Runtime, reply: m.Reply, identity: bytes) -> None:
     links.resolve(reply)
 
 
+def input_replied(rt: Runtime, reply: m.InputWritten | m.PasteWritten, identity: bytes) -> None:
+    """An input write's answer: until the worker publishes a screen with output that came
+    after it (the echo, say), the pane's reads go to the worker, as a read right after a
+    write did before screens were published (workers/publisher.py)."""
+    link = links.link_of(reply.request_id)
+    pane = rt.state.panes.get((link.window_id, link.pane_id)) if link is not None else None
+    if pane is not None and reply.written > 0:
+        pane.inputs_written += 1
+        rt.drop_kept_reads(pane)
+    links.resolve(reply)
+
+
 def start_reported(rt: Runtime, fact: m.PaneStarted | m.PaneStartFailed, identity: bytes) -> None:
     """A new worker connected (its shell runs), or could not start its shell."""
     key = (fact.window_id, fact.pane_id)
@@ -77,13 +89,14 @@ def program_status(rt: Runtime, pane: Pane, fact: m.ProgramStatus) -> bool:
 
 def screen_published(rt: Runtime, pane: Pane, fact: m.ScreenPublished) -> bool:
     """The worker's new screen replaces every read answer kept for the pane; it answers reads
-    unless it is older than a resize the worker was told of (another size)."""
+    unless it is older than a resize the worker was told of (another size) or than the output
+    after the pane's last input write."""
     pane.screen_reports = fact.reports
     pane.reads.clear()
     link = rt.links.get(pane.key)
     size = link.size if link is not None and link.size is not None else (pane.cols, pane.rows)
     pane.screen = fact
-    pane.screen_current = (fact.cols, fact.rows) == size
+    pane.screen_current = (fact.cols, fact.rows) == size and fact.inputs >= pane.inputs_written
     rt.on_screen_published(pane)
     return False  # nothing a client sees in the snapshot changed
 
@@ -121,8 +134,8 @@ def _about_pane(cls: type[F], apply: Callable[[Runtime, Pane, F], bool]) -> Hand
 
 
 HANDLERS: Mapping[type[m.Message], Handler] = {
-    m.InputWritten: replied,
-    m.PasteWritten: replied,
+    m.InputWritten: input_replied,
+    m.PasteWritten: input_replied,
     m.ScreenRead: replied,
     m.GridRead: replied,
     m.PtyResized: replied,

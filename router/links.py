@@ -144,6 +144,12 @@ def _expire(link: WorkerLink, fut: asyncio.Future[m.Reply]) -> None:
         )
 
 
+def link_of(request_id: int) -> WorkerLink | None:
+    """The link a request still waiting for its reply went out on."""
+    waiting = pending.get(request_id)
+    return waiting.link if waiting is not None else None
+
+
 def resolve(reply: m.Reply) -> None:
     """Hand a worker's reply to the request it answers (none waits any more: dropped)."""
     waiting = pending.pop(reply.request_id, None)

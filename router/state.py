@@ -52,8 +52,8 @@ class Pane:
     closing: bool = False  # being closed (Runtime.close_panes): requests waiting on it end
     agents: PaneAgents = field(default_factory=PaneAgents)
     # The worker's newest published screen (workers/publisher.py), and whether reads may be
-    # answered from it (not while a resize is on its way: the next publication of the new
-    # size makes it current again).
+    # answered from it (not while a resize is on its way, nor after an input was written until
+    # a publication shows output that followed it).
     screen: ScreenPublished | None = None
     screen_current: bool = False
     # Read answers by line count, derived from ``screen`` or asked of the worker (pane.read),
@@ -61,6 +61,8 @@ class Pane:
     reads: dict[int, KeptRead] = field(default_factory=dict)
     # The worker's count of publications, as of its last one.
     screen_reports: int = 0
+    # Input writes the worker reported done (InputWritten, PasteWritten with bytes written).
+    inputs_written: int = 0
     # When a kept read of this pane was last given (by the router or, as reported, the adapter).
     read_used: float = float("-inf")
 

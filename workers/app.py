@@ -144,6 +144,8 @@ class Worker:
                 self.publisher.flush()
             else:
                 self.publisher.announce()
+        elif isinstance(message, (m.InputWritten, m.PasteWritten)) and message.written > 0:
+            self.publisher.input_written()
         self._transmit(message)
 
     def _transmit(self, message: m.Message) -> None:

@@ -10,6 +10,11 @@ read, ...): at once before a read's reply, a resize's end or an exit, else annou
 message (``ScreenPending``: the router answers no read from its copy until the publication,
 which follows at the loop's next turn, arrives): nothing the router learns that way about the
 output is newer than what it answers reads with. A pane that prints nothing publishes nothing.
+After an input write (its answer sent), the first output is published at once, and each
+publication counts the inputs output came in after (``inputs``): the router answers a pane's
+reads from no publication that has not caught up with the inputs it was told were written,
+so a read right after typing shows the echo as a read of the worker would (the worker takes
+in all pending output before it answers a read).
 
 The router keeps the newest publication per pane and derives every ``pane.read`` of up to
 ``PUBLISH_LINES`` lines from it (the last N of the published lines: the worker's read of N
@@ -39,6 +44,9 @@ pane's screen::
                                   of the new size arrives
                                   (reads go to the worker)
                                   state change (revision) ------> AnswersStale() (all)
+                                  input written: P(n) answers
+                                  nothing until a publication     AnswersStale(pane)
+                                  counts the input
 
 What a read can be behind: while output flows, the answered screen is at most
 ``PUBLISH_INTERVAL_S`` plus the time the worker waits for a core older than the worker's own
@@ -119,18 +127,28 @@ class ScreenPublisher:
         self._at = float("-inf")
         self._last_output = float("-inf")
         self._timer: asyncio.TimerHandle | None = None
+        self.inputs_written = 0  # input writes reported done (InputWritten, PasteWritten)
+        self.inputs_shown = 0  # of those, the ones output came in after (``inputs``)
 
     def changing(self) -> None:
         """The screen is about to change (output, a resize)."""
         self.dirty = True
 
+    def input_written(self) -> None:
+        """An input write was reported done: the router answers reads of the pane from no
+        publication until one shows output that came after it."""
+        self.inputs_written += 1
+
     def changed(self) -> None:
         """A batch of output was applied: publish now or (if one went out less than the
-        interval ago) once the output pauses or the interval is up."""
+        interval ago) once the output pauses or the interval is up. The first output after
+        an input (its echo, most often) goes out at once: the router waits for it."""
         if not self.dirty:
             return
         now = time.monotonic()
-        if now >= self._at + PUBLISH_INTERVAL_S:
+        echo = self.inputs_shown < self.inputs_written
+        self.inputs_shown = self.inputs_written
+        if echo or now >= self._at + PUBLISH_INTERVAL_S:
             self.publish()
             return
         self._last_output = now
@@ -196,6 +214,7 @@ class ScreenPublisher:
                 rows=rows,
                 captured_at=time.time(),
                 reports=self.published,
+                inputs=self.inputs_shown,
             )
         )
 

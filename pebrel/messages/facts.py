@@ -95,6 +95,10 @@ class ScreenPublished(PaneFact):
     captured_at: float
     #: How many publications the worker has sent, this one too.
     reports: int = 0
+    #: How many input writes the worker had reported done when output last came in before
+    #: the capture: the screen shows whatever those inputs made the program print at once
+    #: (an echo), as far as it printed it in time.
+    inputs: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,35 @@ def test_reads_follow_output_that_goes_on(runtime: Runtime) -> None:
     assert "tick-150" in read(runtime)["lines"]
 
 
+def test_a_read_after_typing_shows_what_the_terminal_echoed(runtime: Runtime) -> None:
+    """A read right after an input write (its answer given) shows the echo the terminal made
+    of it: the kernel echoes typing to a program in cooked mode (here `cat`) as the bytes are
+    written, and until the worker publishes output that came after the write, reads go to the
+    worker, which takes in all the output there is first (#19). Each round types while an
+    earlier line's output is still being published."""
+    at_prompt(runtime)
+    client = runtime.client()
+    started = client.call("pane.prompt", {"pane_id": 1, "text": "cat > /dev/null"})
+    assert started["ok"], started
+    wait_for(lambda: cat_in_foreground(runtime), 10, "cat in the terminal's foreground")
+    for round_ in range(20):
+        typed = client.call(
+            "pane.prompt", {"pane_id": 1, "text": f"typed-{round_}", "submit": False}
+        )
+        assert typed["ok"] and typed["result"]["written"], typed
+        lines = client.call("pane.read", {"pane_id": 1, "lines": 5})["result"]["lines"]
+        assert lines[-1].endswith(f"typed-{round_}"), (round_, lines)
+        entered = client.call("pane.send_key", {"pane_id": 1, "key": "enter"})
+        assert entered["ok"], entered
+    key = {"pane_id": 1, "key": "c", "modifiers": {"control": True}}
+    assert client.call("pane.send_key", key)["ok"]
+
+
+def cat_in_foreground(rt: Runtime) -> bool:
+    procs = rt.ok("pane.procs", {"pane_id": 1})["processes"]
+    return any(p["name"] == "cat" and p["foreground"] for p in procs)
+
+
 def test_reads_of_every_line_count_follow_the_screen(runtime: Runtime) -> None:
     """A publication replaces every kept answer, so reads of each line count after a change
     are fresh, the longer ones (asked of the worker) too."""

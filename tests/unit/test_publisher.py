@@ -72,6 +72,35 @@ def test_first_change_goes_out_at_once_then_when_the_output_pauses(
     asyncio.run(main())
 
 
+def test_the_first_output_after_an_input_goes_out_at_once_and_counts_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An input's echo is not held for the interval: the router answers no read of the pane
+    from a publication until one counts the input (``inputs``)."""
+    monkeypatch.setattr(publisher, "PUBLISH_INTERVAL_S", 30.0)
+    monkeypatch.setattr(publisher, "QUIET_GAP_S", 30.0)
+
+    async def main() -> None:
+        pub, sent = _publisher()
+        pub.changing()
+        pub.changed()
+        pub.input_written()
+        assert [msg.inputs for msg in sent] == [0]  # nothing came after the input yet
+        pub.changing()
+        pub.changed()  # its echo: out at once, though the interval is not up
+        assert [msg.inputs for msg in sent] == [0, 1]
+        pub.changing()
+        pub.changed()  # more output: held as usual
+        assert len(sent) == 2 and pub.dirty
+        pub.input_written()
+        pub.input_written()
+        pub.changing()
+        pub.changed()
+        assert [msg.inputs for msg in sent] == [0, 1, 3]
+
+    asyncio.run(main())
+
+
 def test_bursts_that_end_one_after_another_are_published_at_most_every_gap(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
