@@ -1,9 +1,11 @@
 """Task-state projection of one pane (DESIGN "Model"; FEATURES R5.1-R5.4, R9.1).
 
 Pure bookkeeping: no I/O, no clock (callers pass `now` in seconds). The router feeds it facts
-(a submitted prompt, OSC 133 marks, foreground changes, exit, agent evidence) and asks for the
-projection. The shell's command state is tracked underneath; while a recognised agent owns the
-foreground, its state replaces the shell's (`agent_state`). `state_change_seq` moves by one on
+(a submitted prompt, OSC 133 marks, foreground changes, exit, agent evidence, program status)
+and asks for the projection. The shell's command state is tracked underneath; a foreground
+program's own status report (OSC 7501, OSC 9;4: `program_state`) replaces it while the program
+holds the foreground, and while a recognised agent owns the foreground, its state replaces
+both (`agent_state`). `state_change_seq` moves by one on
 every real transition of the projected `state` and never otherwise.
 """
 
@@ -38,7 +40,9 @@ class ShellTracker:
     def __init__(self) -> None:
         self.shell_state: TaskState = "idle"
         self.agent_state: TaskState | None = None
-        self.state: TaskState = "idle"  # the projection: agent_state if set, else shell_state
+        self.program_state: TaskState | None = None
+        # The projection: agent_state if set, else program_state if set, else shell_state.
+        self.state: TaskState = "idle"
         self.seq = 1
         self.history: deque[tuple[int, TaskState]] = deque([(1, "idle")], maxlen=HISTORY_LEN)
         self.integrated = False  # the shell was launched with OSC 133 integration
@@ -55,7 +59,9 @@ class ShellTracker:
 
     # -- transitions -------------------------------------------------------------------------
     def _project(self) -> bool:
-        state = self.agent_state if self.agent_state is not None else self.shell_state
+        state = self.agent_state
+        if state is None:
+            state = self.program_state if self.program_state is not None else self.shell_state
         if state == self.state:
             return False
         self.state = state
@@ -81,6 +87,34 @@ class ShellTracker:
             self.pending = None
         return self._project()
 
+    def set_program(self, state: TaskState | None, left: bool = False) -> bool:
+        """The foreground program's own status (None: it reports nothing any more; ``left``:
+        because it left the foreground).
+
+        `idle` after `completed` or `failed` keeps that result until the next command (a
+        submitted line, a command's start). Evidence of work confirms a pending submit edge;
+        `idle` while one is pending raced the submission and is dropped. A program that left
+        the foreground while a command runs under the shell's integration leaves its state
+        to the command's done mark: its exit code decides (and clears this). Without
+        integration its leaving ends the command: the shell's state (idle) shows.
+        """
+        if state is None and left:
+            if self.command_running:
+                return False
+            # The program is gone, and with it what a pending edge was about.
+            self.pending = None
+            fallback = not (self.integrated or self.prompt_seen)
+            if fallback and self.shell_in_foreground and self.shell_state == "running":
+                self.shell_state = "idle"
+        if state == "idle" and self.program_state in ("completed", "failed"):
+            return False
+        if state == "idle" and self.pending is not None and self.program_state is not None:
+            return False
+        self.program_state = state
+        if state is not None:
+            self.pending = None
+        return self._project()
+
     def input_blocked(self, now: float) -> bool:
         """True while a submitted write's running edge is still unconfirmed (submit barrier)."""
         return self.pending is not None and now < self.pending.deadline
@@ -92,6 +126,9 @@ class ShellTracker:
         self.pending = PendingEdge(now + SUBMIT_CONFIRM_MS / 1000, self.state)
         if self.agent_state is not None:
             self.agent_state = "running"
+            return self._project()
+        if self.program_state is not None:
+            self.program_state = "running"
             return self._project()
         return self._set("running")
 
@@ -105,6 +142,11 @@ class ShellTracker:
             if self.agent_state != "running":
                 return False
             self.agent_state = previous
+            moved = self._project()
+        elif self.program_state is not None:
+            if self.program_state != "running":
+                return False
+            self.program_state = previous
             moved = self._project()
         elif self.command_running or not self.shell_in_foreground:
             return False
@@ -123,6 +165,7 @@ class ShellTracker:
                 self.command_running = False
                 self._record(None)
                 self.pending = None
+                self.program_state = None
                 return self._set("idle")
             return False
         if mark == "C":
@@ -130,12 +173,14 @@ class ShellTracker:
             self.command_running = True
             self.commands_started += 1
             self.pending = None
+            self.program_state = None  # a new command: an earlier program's result is over
             return self._set("running")
         if mark == "D":
             if not self.command_running:
                 return False
             self.command_running = False
             self.pending = None
+            self.program_state = None  # the shell's exit code wins over program status
             self._record(exit_code)
             if exit_code is None:
                 return self._set("idle")
@@ -165,6 +210,7 @@ class ShellTracker:
         self.command_running = False
         self.at_prompt = False
         self.agent_state = None
+        self.program_state = None
         if self.shell_state == "running":
             return self._set("completed" if exit_code == 0 else "failed")
         return self._project()

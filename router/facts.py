@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from pebrel import messages as m
 from pebrel.router import agents, links
+from pebrel.router import program_status as status_view
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
 
@@ -87,6 +88,27 @@ def program_status(rt: Runtime, pane: Pane, fact: m.ProgramStatus) -> bool:
     return True
 
 
+def program_records(rt: Runtime, pane: Pane, fact: m.ProgramRecords) -> bool:
+    """What the foreground program reports of itself (OSC 7501, OSC 9;4; #20): the pane
+    record's ``program_status``, and the task state it implies, applied when that changes
+    (the worker resends the records when a progress or text changes: that moves no state).
+    A recognised agent takes it as its own program evidence."""
+    status = status_view.summary(fact.records, fact.progress)
+    changed = status != pane.program_status
+    pane.program_status = status
+    state = status_view.task_state(status)
+    if state == pane.program_mapped and not fact.left:
+        return changed
+    pane.program_mapped = state
+    before = pane.tracker.program_state
+    pane.tracker.set_program(state, left=fact.left)
+    sticky = state == "idle" and before in ("completed", "failed")  # the result stands
+    if state is not None and pane.agents.session is not None and not sticky:
+        message = status["msg"] if status is not None else None
+        rt.agent_evidence(pane, state, "program", None, None, message)
+    return True
+
+
 def screen_published(rt: Runtime, pane: Pane, fact: m.ScreenPublished) -> bool:
     """The worker's new screen replaces every read answer kept for the pane; it answers reads
     unless it is older than a resize the worker was told of (another size) or than the output
@@ -148,6 +170,7 @@ HANDLERS: Mapping[type[m.Message], Handler] = {
     m.TitleChanged: _about_pane(m.TitleChanged, title_changed),
     m.ForegroundChanged: _about_pane(m.ForegroundChanged, foreground_changed),
     m.ProgramStatus: _about_pane(m.ProgramStatus, program_status),
+    m.ProgramRecords: _about_pane(m.ProgramRecords, program_records),
     m.ScreenPublished: _about_pane(m.ScreenPublished, screen_published),
     m.ScreenPending: _about_pane(m.ScreenPending, screen_pending),
     m.ScreenMatched: _about_pane(m.ScreenMatched, screen_matched),

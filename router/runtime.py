@@ -184,6 +184,7 @@ class Runtime:
         pane.exited = True
         pane.exit_code = exit_code
         pane.exit_reason = reason
+        pane.program_status = pane.program_mapped = None  # its program's records end with it
         self.state.registry.session_ended(pane.agents, pane.tracker.seq)
         pane.tracker.exited(exit_code)
         logger.info("pane exited", extra={"window_id": pane.window_id, "pane_id": pane.pane_id})

@@ -10,7 +10,8 @@ from pebrel.agentkinds import DISPLAY_NAMES
 from pebrel.envelope import dump_value
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.messages import ScreenPublished, ScreenRead
-from pebrel.router import layout
+from pebrel.model import TaskState
+from pebrel.router import layout, program_status
 from pebrel.router.agents import AgentRegistry, PaneAgents
 from pebrel.router.layout import Leaf, Node
 from pebrel.taskstate import ShellTracker
@@ -63,6 +64,10 @@ class Pane:
     screen_reports: int = 0
     # Input writes the worker reported done (InputWritten, PasteWritten with bytes written).
     inputs_written: int = 0
+    # What the foreground program reports of itself (router/program_status.py; None: nothing),
+    # and the task state it implied when last applied.
+    program_status: dict[str, Any] | None = None
+    program_mapped: TaskState | None = None
     # When a kept read of this pane was last given (by the router or, as reported, the adapter).
     read_used: float = float("-inf")
 
@@ -214,6 +219,8 @@ class RouterState:
             "exited": pane.exited,
             "exit_reason": pane.exit_reason,
             "remote": False,
+            "program_status": pane.program_status,
+            "progress": program_status.progress_of(pane.program_status),
             **({"agent": self.pane_agent(pane)} if pane.agents.session is not None else {}),
         }
 

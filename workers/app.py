@@ -31,6 +31,7 @@ from pebrel.workers.screen import PaneScreen
 from pebrel.workers.screenwatch import ScreenRuleWatch
 from pebrel.workers.shellkey import KEY_FILE_VAR, ShellKey
 from pebrel.workers.shells import launch_spec
+from pebrel.workers.status_records import STATUS_OSC_CODES, StatusRecords
 from pebrel.workers.writes import PtyWriter
 from pebrel.zmqio import NOBLOCK, Inbox, incoming, worker_connection
 
@@ -115,6 +116,10 @@ class Worker:
         self.osc = OscFacts(
             self._ids(), self.foreground, lambda: self.screen.cursor_row_absolute, self.key
         )
+        # What the foreground program reports of itself (OSC 7501, OSC 9;4).
+        self.status = StatusRecords(
+            self._ids(), self.pty.foreground_pgid, self._write_back, lambda msg: self.send(msg)
+        )
         self.screen_rules = ScreenRuleWatch(
             screen_rules(config), self.screen.visible_text, self._send_screen_match
         )
@@ -179,6 +184,9 @@ class Worker:
         self.heap.busy = True
         for part in self.scanner.feed(data):
             if isinstance(part, OscEvent):
+                if part.code in STATUS_OSC_CODES:
+                    self.status.osc(part.code, part.payload)
+                    continue
                 fact = self.osc.message(part)
                 if fact is not None:
                     self.send(fact)
@@ -186,6 +194,8 @@ class Worker:
                         self.prompt_writes.marked(fact.mark)
                         if fact.mark == "C":
                             self.screen_rules.command_started()
+                        if fact.mark == "A":
+                            self.status.prompt()
                         if fact.mark in PROMPT_MARKS:
                             self._started()
             else:
@@ -218,19 +228,21 @@ class Worker:
         if pgid is None:
             return
         fg = self.foreground.update(pgid, time.monotonic())
-        if fg is None:
-            return
-        self.shell_in_foreground = fg.shell_in_foreground
-        self.send(
-            m.ForegroundChanged(
-                **self._ids(),
-                shell_in_foreground=fg.shell_in_foreground,
-                foreground_pgid=fg.pgid,
-                agent_kind=fg.agent_kind,
-                program=fg.program,
+        if fg is not None:
+            self.shell_in_foreground = fg.shell_in_foreground
+            self.send(
+                m.ForegroundChanged(
+                    **self._ids(),
+                    shell_in_foreground=fg.shell_in_foreground,
+                    foreground_pgid=fg.pgid,
+                    agent_kind=fg.agent_kind,
+                    program=fg.program,
+                )
             )
-        )
-        self.screen_rules.set_kind(fg.agent_kind)
+            self.screen_rules.set_kind(fg.agent_kind)
+        # After the change of foreground: the shell's own state is in place when a program
+        # that left takes its status report with it.
+        self.status.foreground(pgid)
 
     def _send_screen_match(self, rule_id: str | None, state: str | None) -> None:
         self.send(m.ScreenMatched(**self._ids(), rule_id=rule_id, state=state))

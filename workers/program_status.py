@@ -11,7 +11,8 @@ Two escape sequences are understood; the OSC scanner hands them over as OscEvent
   that are not a known token may be base64-encoded UTF-8 and are decoded. A report without a
   known Status is ignored.
 
-There is no published definition of an "OSC 7501 program status" sequence, so none is read.
+OSC 7501, the Program Status Protocol, is read apart: ``workers/osc7501.py`` and
+``workers/status_records.py``.
 """
 
 from __future__ import annotations

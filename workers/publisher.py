@@ -105,6 +105,7 @@ _NEEDS_SCREEN = (
     m.ScreenRead,
     m.PtyResized,
     m.ProgramStatus,
+    m.ProgramRecords,
     m.ScreenMatched,
 )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pebrel.messages.base import Message, PaneFact
 
@@ -76,6 +76,22 @@ class ProgramStatus(PaneFact):
 
 
 @dataclass(frozen=True, slots=True)
+class ProgramRecords(PaneFact):
+    """What the pane's foreground program reports of itself with OSC 7501 and OSC 9;4, all of
+    it as it stands (``workers/status_records.py``): sent at once when a record's state or
+    kind changes, else at most twice a second."""
+
+    type: ClassVar[str] = "program_records"
+    #: Every record, by id (the root, id "", first): id, state, kind, progress, app (its own
+    #: or its nearest ancestor's), title, msg.
+    records: list[dict[str, Any]]
+    #: The last OSC 9;4 report: {"state": "working" | "error", "progress": int | None}.
+    progress: dict[str, Any] | None
+    #: The records ended because the group that reported them left the terminal's foreground.
+    left: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class ScreenPublished(PaneFact):
     """The pane's screen as its worker has it now: the last ``PUBLISH_LINES`` logical lines
     (``workers/publisher.py``). Sent whenever the screen changes, at most every few tens of
@@ -137,6 +153,7 @@ MESSAGES: tuple[type[Message], ...] = (
     TitleChanged,
     ForegroundChanged,
     ProgramStatus,
+    ProgramRecords,
     ScreenPublished,
     ScreenPending,
     ScreenMatched,

@@ -2,7 +2,8 @@
 
 Run through the entry files `claude`, `codex`, `opencode`, `agent` (cursor), `pi`, `omp`, `kimi`.
 It draws a banner and a "> " prompt, reads a line (bracketed paste aware), "works" and answers,
-and reports its state per FAKE_AGENT_MODE: hooks (default), program, osc26 or none.
+and reports its state per FAKE_AGENT_MODE: hooks (default), program, osc26, osc7501 or none
+(or several joined by "+").
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ INPUT_HINTS = {
     "omp": "/ for commands",
     "kimi": "ctrl-x: switch mode",
 }
+#: OSC 7501 report bodies (Program Status Protocol), sent only once the terminal answered the
+#: protocol's query, as Claude Code does.
+OSC7501_STATUS = {
+    "start": "state=idle",
+    "prompt": "state=working",
+    "stop": "state=done",
+    "attention": "state=blocked:kind=permission",
+    "end": "state=clear",
+}
 OSC26_STATUS = {
     "start": "idle",
     "prompt": "running",
@@ -45,7 +55,8 @@ OSC26_STATUS = {
 class Fake:
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self.mode = os.environ.get("FAKE_AGENT_MODE", "hooks")
+        self.modes = set(os.environ.get("FAKE_AGENT_MODE", "hooks").split("+"))
+        self.status_gate = False  # the terminal answered the OSC 7501 query
         self.session = os.environ.get("FAKE_AGENT_SESSION") or f"fake-{secrets.token_hex(6)}"
         #: `--session-id ID` starts that session, `--resume ID` / `resume ID` resumes it.
         self.resumed = False
@@ -70,7 +81,12 @@ class Fake:
         sys.stdout.flush()
 
     def report(self, event: str, message: str | None = None) -> None:
-        if self.mode == "hooks" and os.environ.get("PEBREL_CLI"):
+        if "osc7501" in self.modes and self.status_gate and event in OSC7501_STATUS:
+            body = f"{OSC7501_STATUS[event]}:app=fake-{self.kind}"
+            if message is not None and event == "stop":
+                body += ":msg=" + base64.b64encode(message.encode()).decode()
+            self.out(f"\x1b]7501;{body}\x1b\\")
+        if "hooks" in self.modes and os.environ.get("PEBREL_CLI"):
             payload = {"hook_event_name": event}
             argv = [os.environ["PEBREL_CLI"], "hook", event, "--kind", self.kind]
             if self.session_known:
@@ -85,14 +101,30 @@ class Fake:
                 stderr=subprocess.DEVNULL,
                 check=False,
             )
-        elif self.mode == "program" and event in PROGRAM_STATE:
+        if "program" in self.modes and event in PROGRAM_STATE:
             session = [("pebrel_agent_session", self.session)] if self.session_known else []
             for name, value in [*session, ("pebrel_agent_state", PROGRAM_STATE[event])]:
                 encoded = base64.b64encode(value.encode()).decode()
                 self.out(f"\x1b]1337;SetUserVar={name}={encoded}\x07")
-        elif self.mode == "osc26" and event in OSC26_STATUS:
+        if "osc26" in self.modes and event in OSC26_STATUS:
             status = OSC26_STATUS[event]
             self.out(f"\x1b]26;CodeAgent={self.kind};SessionId={self.session};Status={status}\x07")
+
+    def query_status_support(self) -> bool:
+        """Ask whether the terminal reads OSC 7501: the query, then DA1 (which every terminal
+        answers); supported if the query's answer comes first."""
+        import select
+
+        self.out("\x1b]7501;?\x1b\\\x1b[c")
+        got = b""
+        deadline = time.monotonic() + 5
+        while not (b"\x1b[?" in got and got.endswith(b"c")):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([0], [], [], left)[0]:
+                break
+            got += os.read(0, 256)
+        query, attributes = got.find(b"\x1b]7501;?"), got.find(b"\x1b[?")
+        return query >= 0 and (attributes < 0 or query < attributes)
 
     def read_line(self) -> str | None:
         """One submitted line; pasted newlines stay in it. None at end of input."""
@@ -161,6 +193,8 @@ class Fake:
 
                 # Like some real TUIs: input typed before the prompt is drawn is dropped.
                 termios.tcflush(0, termios.TCIFLUSH)
+        if "osc7501" in self.modes and os.isatty(0):
+            self.status_gate = self.query_status_support()
         shown = self.session if self.session_known else "(new)"
         resumed = "resumed " if self.resumed else ""
         self.out(f"Fake {self.kind} (a Pebrel test stand-in), {resumed}session {shown}\n\n")

@@ -6,7 +6,9 @@ Each row is a sequence of facts written as short words, fed to a fresh tracker:
 - `expire@T`: the router's expiry timer fired at time T;
 - `A`, `B`, `C`: OSC 133 marks; `D` a done mark without exit code, `D0`, `D1`, ... with one;
 - `fg+` / `fg-`: the shell got / lost the PTY's foreground process group;
-- `exit0`, `exit1`, `exit?`: the shell exited (with that status, `?` unknown).
+- `exit0`, `exit1`, `exit?`: the shell exited (with that status, `?` unknown);
+- `p:STATE`: the foreground program's status implies STATE (OSC 7501, #20); `p:-` it reports
+  nothing any more; `pleft`: its records ended because it left the foreground.
 
 The end-to-end tests in tests/e2e/test_taskstate.py prove the same rules against real shells.
 """
@@ -37,6 +39,11 @@ def feed(tracker: ShellTracker, events: tuple[str, ...]) -> list[bool]:
         elif event.startswith("exit"):
             code = event.removeprefix("exit")
             said.append(tracker.exited(None if code == "?" else int(code)))
+        elif event.startswith("p:"):
+            state = event.removeprefix("p:")
+            said.append(tracker.set_program(None if state == "-" else state))  # type: ignore[arg-type]
+        elif event == "pleft":
+            said.append(tracker.set_program(None, left=True))
         elif event[0] in "ABCD":
             said.append(tracker.mark(event[0], int(event[1:]) if event[1:] else None))
         else:
@@ -102,6 +109,44 @@ CASES = [
     Case("exit1-while-running-failed", True, ("submit@0", "exit1"), "failed", 3),
     Case("exit-unknown-while-running-failed", True, ("C", "exit?"), "failed", 3),
     Case("exit-while-idle-no-change", True, ("exit0",), "idle", 1),
+    # program status (#20)
+    Case("program-states", True, ("C", "p:running", "p:attention", "p:completed"), "completed", 4),
+    Case("program-idle-after-done-sticks", True, ("C", "p:completed", "p:idle"), "completed", 3),
+    Case("program-error-then-idle-sticks", True, ("C", "p:failed", "p:idle"), "failed", 3),
+    Case("program-exit-code-wins", True, ("C", "p:completed", "D2"), "failed", 4),
+    Case("program-left-waits-for-D", True, ("C", "p:attention", "pleft", "D0"), "completed", 4),
+    Case("program-cleared-by-itself", True, ("C", "p:attention", "p:-"), "running", 4),
+    Case("program-next-command-ends-sticky", True, ("C", "p:completed", "C"), "running", 4),
+    Case(
+        "program-confirms-an-edge",
+        True,
+        ("p:idle", "submit@0", "p:running", "expire@5"),
+        "running",
+        2,
+    ),
+    Case(
+        "program-idle-while-edge-pending",
+        True,
+        ("p:waiting_input", "submit@0", "p:idle"),
+        "running",
+        3,
+    ),
+    Case(
+        "program-unconfirmed-edge-reverts",
+        True,
+        ("p:waiting_input", "submit@0", f"expire@{EDGE_S}"),
+        "waiting_input",
+        4,
+    ),
+    Case("fallback-program-states", False, ("fg-", "p:completed", "fg+", "pleft"), "idle", 4),
+    Case("program-exit-clears", True, ("p:attention", "exit0"), "idle", 3),
+    Case(
+        "fallback-program-left-with-an-edge",
+        False,
+        ("fg-", "p:completed", "submit@0", "fg+", "pleft", "expire@5"),
+        "idle",
+        5,
+    ),
 ]
 
 
