@@ -33,6 +33,8 @@ HOOK_STATES: dict[str, TaskState | None] = {
 STRONG_EVIDENCE_WINDOW_S = 1.0
 #: Evidence that arrives just before the process is recognised is kept this long (seconds).
 PENDING_EVIDENCE_S = 5.0
+#: At most this much of it is kept.
+PENDING_EVIDENCE_MAX = 16
 
 
 def task_state(word: str) -> TaskState | None:

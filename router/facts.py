@@ -103,9 +103,11 @@ def program_records(rt: Runtime, pane: Pane, fact: m.ProgramRecords) -> bool:
     before = pane.tracker.program_state
     pane.tracker.set_program(state, left=fact.left)
     sticky = state == "idle" and before in ("completed", "failed")  # the result stands
-    if state is not None and pane.agents.session is not None and not sticky:
-        message = status["msg"] if status is not None else None
-        rt.agent_evidence(pane, state, "program", None, None, message)
+    if state is not None and not sticky:  # kept briefly for an agent not recognised yet
+        # A turn's last message is what a done or error report says (a working one's text is
+        # progress, not an answer).
+        final = status["msg"] if status and status["state"] in ("done", "error") else None
+        rt.agent_evidence(pane, state, "program", None, None, final)
     return True
 
 

@@ -156,7 +156,11 @@ class Runtime:
         now = time.monotonic()
         session = pa.session
         if session is None:
-            pa.pending.append(agents.PendingEvidence(now, state, source, kind, session_id, message))
+            # Kept for an agent about to be recognised; what a program that is none reports
+            # is dropped as it ages (and never more than PENDING_EVIDENCE_MAX is kept).
+            fresh = [ev for ev in pa.pending if now - ev.at <= agents.PENDING_EVIDENCE_S]
+            fresh.append(agents.PendingEvidence(now, state, source, kind, session_id, message))
+            pa.pending = fresh[-agents.PENDING_EVIDENCE_MAX :]
             return False
         if kind is not None and kind != session.kind:
             return False
