@@ -118,7 +118,11 @@ class Worker:
         )
         # What the foreground program reports of itself (OSC 7501, OSC 9;4).
         self.status = StatusRecords(
-            self._ids(), self.pty.foreground_pgid, self._write_back, lambda msg: self.send(msg)
+            self._ids(),
+            self.pty.foreground_pgid,
+            self._write_back,
+            lambda msg: self.send(msg),
+            shell_pgid=self.pty.pid,
         )
         self.screen_rules = ScreenRuleWatch(
             screen_rules(config), self.screen.visible_text, self._send_screen_match
@@ -189,6 +193,8 @@ class Worker:
                     continue
                 fact = self.osc.message(part)
                 if fact is not None:
+                    if isinstance(fact, m.ShellMarked) and fact.mark in ("A", "D"):
+                        self.status.command_ended()
                     self.send(fact)
                     if isinstance(fact, m.ShellMarked):
                         self.prompt_writes.marked(fact.mark)

@@ -9,7 +9,10 @@
   holding reports shows them only while ``cat`` runs.
 - At the pane's own new prompt (its integration's OSC 133 A), ``working`` and ``blocked``
   records end, as the protocol says; ``done``, ``error`` and ``idle`` stay until their group
-  leaves the foreground.
+  leaves the foreground. Records read while the shell itself held the foreground (a
+  ``printf`` builtin, or the last output of a command that had just ended, such as a ``cat``
+  of a log) all end before the command's done mark goes out: on the shell's own commands its
+  exit code has the word.
 - A change of any record's state or kind, or of the progress report's state, goes to the
   router at once (``ProgramRecords``); a change of progress, text or app only is sent at most
   every ``UPDATE_INTERVAL_S`` (a program may report progress thousands of times a second).
@@ -52,10 +55,13 @@ class StatusRecords:
         foreground_pgid: Callable[[], int | None],
         answer: Callable[[bytes], None],
         transmit: Callable[[m.Message], None],
+        shell_pgid: int = 0,
     ) -> None:
         """``foreground_pgid``: the terminal's foreground process group now; ``answer``
-        writes bytes back to the program; ``transmit`` sends a message to the router."""
+        writes bytes back to the program; ``transmit`` sends a message to the router;
+        ``shell_pgid``: the process group of the pane's shell."""
         self._ids = ids
+        self._shell_pgid = shell_pgid
         self._foreground_pgid = foreground_pgid
         self._answer = answer
         self._transmit = transmit
@@ -98,6 +104,14 @@ class StatusRecords:
                 self.table.records.clear()
                 self.progress = None
                 self._send(left=True)
+
+    def command_ended(self) -> None:
+        """The shell's integration is about to report a command's end (a done mark, or a
+        prompt): every record read while the shell itself held the foreground ends first."""
+        if self.owner is not None and self.owner == self._shell_pgid and self._held():
+            self.table.records.clear()
+            self.progress = None
+            self._send(left=True)
 
     def prompt(self) -> None:
         """The pane's shell drew a new prompt: ``working`` and ``blocked`` records end."""

@@ -207,6 +207,8 @@ def test_a_cat_of_recorded_reports_is_at_most_transient(runtime: Runtime, tmp_pa
     log = tmp_path / "recorded.log"
     log.write_text(
         "\x1b]7501;state=blocked:kind=permission:msg=" + b64("approve?") + "\x1b\\\n"
+        "\x1b]7501;state=error:id=step\x1b\\\n"
+        "\x1b]7501;state=done:id=other\x1b\\\n"
         "\x1b]9;4;2;50\x1b\\\n"
     )
     at_prompt(runtime)

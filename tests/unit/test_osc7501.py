@@ -191,6 +191,21 @@ def test_a_new_prompt_ends_working_and_blocked_records_only() -> None:
     assert pane.states()[-1] == ["done", "idle"]
 
 
+def test_a_commands_end_ends_every_record_the_shell_itself_reported() -> None:
+    """Read while the shell held the foreground (a builtin printf, a cat that just ended):
+    the command is over at the prompt, whatever the records said."""
+    pane = Pane()
+    pane.status._shell_pgid = 100
+    pane.status.osc(7501, "state=done")
+    pane.status.osc(7501, "state=error:id=x")
+    pane.status.command_ended()
+    assert (pane.states()[-1], pane.sent[-1].left) == ([], True)
+    pane.pgid = 200  # a program's own records stay until it leaves the foreground
+    pane.status.osc(7501, "state=done")
+    pane.status.command_ended()
+    assert pane.states()[-1] == ["done"]
+
+
 def test_updates_that_move_no_state_go_out_at_most_twice_a_second(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
