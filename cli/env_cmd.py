@@ -162,6 +162,11 @@ def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
             f"pebrel pane exec {target} -- ls -la",
         ),
         ("pane procs", "the process tree under the pane's shell", f"pebrel pane procs {target}"),
+        (
+            "pane screen",
+            "the visible screen with colours and attributes",
+            f"pebrel pane screen {target}",
+        ),
         ("pane key", "send a named key (here ctrl-c)", f"pebrel pane key {target} c --control"),
         (
             "pane paste",

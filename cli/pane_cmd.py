@@ -354,3 +354,12 @@ def exec_(
 def procs(pane_id: int, window_id: int | None, pretty: bool) -> None:
     """The process tree under the pane's shell (shell first)."""
     call(params.pane_procs(window_id=window_id, pane_id=pane_id), pretty)
+
+
+@pane.command("screen")
+@pane_arg
+@window_option
+@pretty_option
+def screen(pane_id: int, window_id: int | None, pretty: bool) -> None:
+    """The visible screen with each cell's colours and attributes, and the cursor."""
+    call(params.pane_screen(window_id=window_id, pane_id=pane_id), pretty)

@@ -276,3 +276,7 @@ def pane_exec(
 
 def pane_procs(*, window_id: int | None, pane_id: int) -> Request:
     return Request("pane.procs", prune(window_id=window_id, pane_id=pane_id))
+
+
+def pane_screen(*, window_id: int | None, pane_id: int) -> Request:
+    return Request("pane.screen", prune(window_id=window_id, pane_id=pane_id))

@@ -135,6 +135,10 @@ class PaneProcsParams(PaneTarget):
     pass
 
 
+class PaneScreenParams(PaneTarget):
+    pass
+
+
 class PaneExecParams(PaneTarget):
     argv: list[str]
     timeout_ms: NotRequired[int]

@@ -162,6 +162,7 @@ HANDLERS: Mapping[type[m.Message], Handler] = {
     m.PasteWritten: input_replied,
     m.ScreenRead: replied,
     m.GridRead: replied,
+    m.StyledRead: replied,
     m.PtyResized: replied,
     m.PaneClosed: replied,
     m.ExecFinished: replied,

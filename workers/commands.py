@@ -59,6 +59,25 @@ def read_grid(worker: Worker, command: m.ReadGrid) -> None:
     )
 
 
+def read_styled(worker: Worker, command: m.ReadStyled) -> None:
+    worker.on_readable_all()
+    shown = worker.screen.styled()
+    worker.send(
+        m.StyledRead(
+            request_id=command.request_id,
+            rows=shown.rows,
+            styles=shown.styles,
+            cols=worker.screen.size()[0],
+            cursor_row=shown.cursor_row,
+            cursor_col=shown.cursor_col,
+            cursor_visible=shown.cursor_visible,
+            alt_screen=shown.alt_screen,
+            captured_at=time.time(),
+            styles_cut=shown.styles_cut,
+        )
+    )
+
+
 def write_at_prompt(worker: Worker, command: m.WriteAtPrompt) -> None:
     worker.on_readable_all()  # a prompt already written counts
     worker.prompt_writes.arm(command, worker.exited)
@@ -131,6 +150,7 @@ COMMANDS: Mapping[type[m.Message], Callable[[Worker, Any], None]] = {
     m.WriteInput: write_input,
     m.ReadScreen: read_screen,
     m.ReadGrid: read_grid,
+    m.ReadStyled: read_styled,
     m.WriteAtPrompt: write_at_prompt,
     m.CancelAtPrompt: cancel_at_prompt,
     m.ResizePty: resize_pty,

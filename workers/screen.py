@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pebrel.envelope import dump_value
 from pebrel.workers.ingest import FastIngest
+from pebrel.workers.styled import StyledScreen, styled
 from pebrel.workers.vt import BRACKETED_PASTE, DECCKM, TrackedScreen, Utf8Stream, row_text
 
 
@@ -143,6 +144,11 @@ class PaneScreen:
             alt_screen=alt,
             history_available=0 if alt else screen.history.logical_lines(),
         )
+
+    def styled(self) -> StyledScreen:
+        """The visible rows with how each cell looks (side-effect free)."""
+        self.settle()
+        return styled(self._screen)
 
     def read(self, lines: int, max_bytes: int = 1 << 20) -> ReadResult:
         """Return the last ``lines`` logical lines of scrollback plus screen, oldest first.

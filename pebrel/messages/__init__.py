@@ -43,6 +43,7 @@ from pebrel.messages.commands import (
     PasteText,
     ReadGrid,
     ReadScreen,
+    ReadStyled,
     ResizePty,
     SendKey,
     WriteAtPrompt,
@@ -86,6 +87,7 @@ from pebrel.messages.replies import (
     PasteWritten,
     PtyResized,
     ScreenRead,
+    StyledRead,
 )
 
 __all__ = [
@@ -121,6 +123,7 @@ __all__ = [
     "PtyResized",
     "ReadGrid",
     "ReadScreen",
+    "ReadStyled",
     "Reply",
     "RequestAnswered",
     "ResizePty",
@@ -135,6 +138,7 @@ __all__ = [
     "StopCollab",
     "StopFrontend",
     "StreamDecoder",
+    "StyledRead",
     "TerminalAnswered",
     "TerminalCall",
     "TitleChanged",

@@ -36,6 +36,15 @@ class CancelAtPrompt(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class ReadStyled(Message):
+    """Read the visible screen with each cell's look (pane.screen); answered by a
+    StyledRead."""
+
+    type: ClassVar[str] = "read_styled"
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReadGrid(Message):
     """Read the visible screen cell by cell (pane.read with ``screen``); answered by a
     GridRead. Never kept: every such read comes to the worker."""
@@ -99,6 +108,7 @@ MESSAGES: tuple[type[Message], ...] = (
     CancelAtPrompt,
     ReadScreen,
     ReadGrid,
+    ReadStyled,
     ResizePty,
     ClosePane,
     SendKey,

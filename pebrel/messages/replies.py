@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pebrel.messages.base import Message, Reply
 
@@ -60,6 +60,23 @@ class GridRead(Reply):
 
 
 @dataclass(frozen=True, slots=True)
+class StyledRead(Reply):
+    """The visible screen with how its cells look (``workers/styled.py``): per row, runs
+    ``[text, style]`` indexing ``styles``."""
+
+    type: ClassVar[str] = "styled_read"
+    rows: list[list[list[Any]]]
+    styles: list[dict[str, Any]]
+    cols: int
+    cursor_row: int
+    cursor_col: int
+    cursor_visible: bool
+    alt_screen: bool
+    captured_at: float
+    styles_cut: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class PtyResized(Reply):
     type: ClassVar[str] = "pty_resized"
     cols: int
@@ -76,6 +93,7 @@ MESSAGES: tuple[type[Message], ...] = (
     PasteWritten,
     ScreenRead,
     GridRead,
+    StyledRead,
     PtyResized,
     PaneClosed,
 )

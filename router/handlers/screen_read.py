@@ -7,6 +7,10 @@ screen row (its cells' text, trailing blanks trimmed, as tmux ``capture-pane -p`
 character), ``wrapped`` each row's soft-wrap flag and ``cursor`` the cursor's cell. These reads
 are never kept by the router: each one asks the pane's worker.
 
+pane.screen (#21) answers the visible screen with how its cells look (colours, bold,
+underline, inverse, ...: ``workers/styled.py``), for a view that renders it; it too asks the
+pane's worker each time.
+
 Like every read answer it stays within ``READ_MAX_BYTES`` encoded: a screen too large for that
 (it takes a very wide pane full of text) loses its top rows, ``first_row`` says which row comes
 first and ``truncated`` is set.
@@ -14,11 +18,14 @@ first and ``truncated`` is set.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pebrel import messages as m
 from pebrel.envelope import dump_value
+from pebrel.method_params import PaneScreenParams
 from pebrel.model import READ_LINES_MAX_BYTES
 from pebrel.router import links
-from pebrel.router.handlers import Result
+from pebrel.router.handlers import Method, Result
 from pebrel.router.handlers.input_common import pane_ids, worker_link
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
@@ -54,6 +61,37 @@ async def grid_result(rt: Runtime, pane: Pane, state: Result) -> Result:
         **state,
     }
     return _within_cap(result)
+
+
+async def screen(rt: Runtime, params: PaneScreenParams) -> Result:
+    """pane.screen: the visible screen, runs of cells with their styles, and the cursor."""
+    pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    answer = await links.request(
+        worker_link(rt, pane), rt.send, lambda rid: m.ReadStyled(request_id=rid)
+    )
+    assert isinstance(answer, m.StyledRead)
+    return {
+        **pane_ids(pane),
+        "cols": answer.cols,
+        "rows": len(answer.rows),
+        "lines": answer.rows,
+        "styles": answer.styles,
+        "cursor": {
+            "row": answer.cursor_row,
+            "col": answer.cursor_col,
+            "visible": answer.cursor_visible,
+        },
+        "alt_screen": answer.alt_screen,
+        "styles_cut": answer.styles_cut,
+        "title": pane.title,
+        "screen_captured_at": answer.captured_at,
+        "task_state": pane.tracker.state,
+        "state_change_seq": pane.tracker.seq,
+        "exited": pane.exited,
+    }
+
+
+METHODS: Mapping[str, Method] = {"pane.screen": screen}
 
 
 def _within_cap(result: Result) -> Result:
