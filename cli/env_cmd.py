@@ -292,6 +292,11 @@ def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
             "pebrel ctl agent-fork --source-cwd . --name forked --kind claude",
             IN_GIT_REPO,
         ),
+        (
+            "view",
+            "every pane live in a local web page (prints a one-time login link; here for 2 s)",
+            "timeout --preserve-status 2 pebrel view",
+        ),
         ("runtime stop", "stop the runtime and everything it started", "pebrel runtime stop"),
     ]
     listed = []

@@ -22,6 +22,7 @@ COMMANDS = {
     "pane": "pebrel.cli.pane_cmd:pane",
     "runtime": "pebrel.cli.runtime_cmd:runtime",
     "tab": "pebrel.cli.layout_cmd:tab",
+    "view": "pebrel.cli.view_cmd:view",
     "window": "pebrel.cli.layout_cmd:window",
 }
 

@@ -26,7 +26,10 @@ def test_every_reply_and_fact_has_a_handler_and_nothing_else_does() -> None:
     assert set(facts.HANDLERS) == worker_types
     for cls in worker_types:
         if issubclass(cls, m.Reply):
-            assert facts.HANDLERS[cls] is facts.replied
+            # An input write's answer also holds back the pane's published screen until its
+            # echo is published (#19); every other reply only answers its request.
+            written = cls in (m.InputWritten, m.PasteWritten)
+            assert facts.HANDLERS[cls] is (facts.input_replied if written else facts.replied)
 
 
 def test_a_reply_answers_its_request_by_id_and_leaves_nothing_pending(tmp_path: Path) -> None:
