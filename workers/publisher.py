@@ -10,11 +10,12 @@ read, ...): at once before a read's reply, a resize's end or an exit, else annou
 message (``ScreenPending``: the router answers no read from its copy until the publication,
 which follows at the loop's next turn, arrives): nothing the router learns that way about the
 output is newer than what it answers reads with. A pane that prints nothing publishes nothing.
-After an input write (its answer sent), the first output is published at once, and each
-publication counts the inputs output came in after (``inputs``): the router answers a pane's
-reads from no publication that has not caught up with the inputs it was told were written,
-so a read right after typing shows the echo as a read of the worker would (the worker takes
-in all pending output before it answers a read).
+Each publication counts the input writes (their answers sent) that output came in after
+(``inputs``): the router answers a pane's reads from no publication that has not caught up
+with the inputs it was told were written, and asks the worker instead, so a read right after
+typing shows the echo as a read of the worker would (the worker takes in all pending output
+before it answers a read). The echo is not published sooner for that: a command typed and
+waited for costs no extra publication.
 
 The router keeps the newest publication per pane and derives every ``pane.read`` of up to
 ``PUBLISH_LINES`` lines from it (the last N of the published lines: the worker's read of N
@@ -142,14 +143,14 @@ class ScreenPublisher:
 
     def changed(self) -> None:
         """A batch of output was applied: publish now or (if one went out less than the
-        interval ago) once the output pauses or the interval is up. The first output after
-        an input (its echo, most often) goes out at once: the router waits for it."""
+        interval ago) once the output pauses or the interval is up. Output after an input
+        (its echo, most often) counts the input (``inputs``); it is published by the same
+        rules: until then the router asks the worker for the pane's reads."""
         if not self.dirty:
             return
         now = time.monotonic()
-        echo = self.inputs_shown < self.inputs_written
         self.inputs_shown = self.inputs_written
-        if echo or now >= self._at + PUBLISH_INTERVAL_S:
+        if now >= self._at + PUBLISH_INTERVAL_S:
             self.publish()
             return
         self._last_output = now
