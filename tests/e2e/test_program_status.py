@@ -72,7 +72,7 @@ def emitter(rt: Runtime, tmp_path: Path, *args: str, pane_id: int = 1) -> Iterat
 
 
 def state_of(pane: dict[str, Any]) -> tuple[str, str | None, str | None]:
-    status = pane["program_status"]
+    status = pane.get("program_status")
     return pane["task_state"], status and status["state"], status and status["kind"]
 
 
@@ -86,18 +86,20 @@ def test_a_gated_program_moves_its_pane_through_every_state(
         runtime.wait_text(1, "gate: yes")
         assert "\\x1b]7501;?\\x1b\\\\" in runtime.read_text(1)  # the same bytes came back
         em.send("7501 state=working:app=build:progress=10:msg=" + b64("compiling"))
-        pane = em.until("running", lambda p: p["task_state"] == "running" and p["program_status"])
-        status = pane["program_status"]
+        pane = em.until(
+            "running", lambda p: p["task_state"] == "running" and p.get("program_status")
+        )
+        status = pane.get("program_status")
         assert (status["state"], status["app"], status["progress"], status["msg"]) == (
             "working",
             "build",
             10,
             "compiling",
         )
-        assert (status["source"], status["id"], pane["progress"]) == ("osc7501", "", 10)
+        assert (status["source"], status["id"], pane.get("progress")) == ("osc7501", "", 10)
         em.send("7501 state=blocked:kind=permission:msg=" + b64("Deploy to prod?"))
         pane = em.until("attention", lambda p: p["task_state"] == "attention")
-        assert pane["program_status"]["msg"] == "Deploy to prod?"
+        assert pane.get("program_status")["msg"] == "Deploy to prod?"
         em.send("7501 state=blocked:kind=question")
         em.until("waiting_input", lambda p: state_of(p) == ("waiting_input", "blocked", "question"))
         em.send("7501 state=blocked:kind=auth")
@@ -106,14 +108,14 @@ def test_a_gated_program_moves_its_pane_through_every_state(
         pane = em.until("completed", lambda p: p["task_state"] == "completed")
         seq = pane["state_change_seq"]
         em.send("7501 state=idle")
-        pane = em.until("idle reported", lambda p: p["program_status"]["state"] == "idle")
+        pane = em.until("idle reported", lambda p: p.get("program_status")["state"] == "idle")
         assert (pane["task_state"], pane["state_change_seq"]) == ("completed", seq)
         em.send("7501 state=error")
         em.until("failed", lambda p: p["task_state"] == "failed")
         em.send("7501 state=working")
         em.until("running again", lambda p: p["task_state"] == "running")
         em.send("exit 3")
-        pane = em.until("the exit code", lambda p: p["program_status"] is None)
+        pane = em.until("the exit code", lambda p: p.get("program_status") is None)
         assert pane["task_state"] == "failed"  # exit 3, though it last said working
 
 
@@ -136,7 +138,7 @@ def test_child_records_a_blocked_child_and_the_inherited_app(
         em.send("7501 state=working:id=us-east:progress=40")
         em.send("7501 state=blocked:id=eu-west/db:kind=permission:msg=" + b64("drop table?"))
         pane = em.until("attention", lambda p: p["task_state"] == "attention")
-        status = pane["program_status"]
+        status = pane.get("program_status")
         assert (status["state"], status["id"], status["app"], status["msg"]) == (
             "blocked",
             "eu-west/db",
@@ -153,9 +155,9 @@ def test_child_records_a_blocked_child_and_the_inherited_app(
         assert problems(pane, "#/$defs/pane") == []
         em.send("7501 state=clear:id=eu-west")
         pane = em.until("running", lambda p: p["task_state"] == "running")
-        assert [r["id"] for r in pane["program_status"]["records"]] == ["", "us-east"]
+        assert [r["id"] for r in pane.get("program_status")["records"]] == ["", "us-east"]
         em.send("7501 state=clear")
-        pane = em.until("no records", lambda p: p["program_status"] is None)
+        pane = em.until("no records", lambda p: p.get("program_status") is None)
         em.send("exit 0")
 
 
@@ -165,7 +167,7 @@ def test_reports_split_across_reads_and_ended_by_bel_count(
     with emitter(runtime, tmp_path) as em:
         em.send("split state=blocked:kind=question:msg=" + b64("which branch?"))
         pane = em.until("waiting_input", lambda p: p["task_state"] == "waiting_input")
-        assert pane["program_status"]["msg"] == "which branch?"
+        assert pane.get("program_status")["msg"] == "which branch?"
         em.send("bel state=done")
         em.until("completed", lambda p: p["task_state"] == "completed")
         em.send("exit 0")
@@ -190,12 +192,12 @@ def test_malformed_reports_change_nothing(runtime: Runtime, tmp_path: Path) -> N
     with emitter(runtime, tmp_path) as em:
         em.send("7501 state=working:app=good")
         pane = em.until("running", lambda p: p["task_state"] == "running")
-        before = (pane["state_change_seq"], pane["program_status"])
+        before = (pane["state_change_seq"], pane.get("program_status"))
         for body in MALFORMED:
             em.send(f"7501 {body}")
         em.send("7501 " + "x" * 5000)  # longer than a report may be
         pane = em.pane()
-        assert (pane["state_change_seq"], pane["program_status"]) == before
+        assert (pane["state_change_seq"], pane.get("program_status")) == before
         em.send("7501 state=done:app=good")
         em.until("completed", lambda p: p["task_state"] == "completed")
         em.send("exit 0")
@@ -215,14 +217,14 @@ def test_a_cat_of_recorded_reports_is_at_most_transient(runtime: Runtime, tmp_pa
     ran = runtime.run(1, f"cat {log}")
     assert ran["exit_code"] == 0
     pane = runtime.pane(1)
-    assert (pane["task_state"], pane["program_status"], pane["progress"]) == (
+    assert (pane["task_state"], pane.get("program_status"), pane.get("progress")) == (
         "completed",
         None,
         None,
     )
     ran = runtime.run(1, f"cat {log}; false")
     pane = runtime.pane(1)
-    assert (pane["task_state"], pane["program_status"]) == ("failed", None)
+    assert (pane["task_state"], pane.get("program_status")) == ("failed", None)
 
 
 def test_osc_9_4_progress_is_lower_evidence_and_the_pane_progress(
@@ -230,20 +232,20 @@ def test_osc_9_4_progress_is_lower_evidence_and_the_pane_progress(
 ) -> None:
     with emitter(runtime, tmp_path) as em:
         em.send("94 1 40")
-        pane = em.until("progress", lambda p: p["progress"] == 40)
+        pane = em.until("progress", lambda p: p.get("progress") == 40)
         assert pane["task_state"] == "running"
-        assert pane["program_status"]["source"] == "osc9_4"
+        assert pane.get("program_status")["source"] == "osc9_4"
         assert problems(pane, "#/$defs/pane") == []
         em.send("7501 state=blocked:kind=permission")  # OSC 7501 outranks it
         pane = em.until("attention", lambda p: p["task_state"] == "attention")
-        assert (pane["program_status"]["source"], pane["progress"]) == ("osc7501", 40)
+        assert (pane.get("program_status")["source"], pane.get("progress")) == ("osc7501", 40)
         em.send("7501 state=clear")
-        em.until("progress again", lambda p: p["program_status"]["source"] == "osc9_4")
+        em.until("progress again", lambda p: p.get("program_status")["source"] == "osc9_4")
         em.send("94 2 70")
         pane = em.until("failed", lambda p: p["task_state"] == "failed")
-        assert pane["progress"] == 70
+        assert pane.get("progress") == 70
         em.send("94 0")
-        em.until("removed", lambda p: p["program_status"] is None)
+        em.until("removed", lambda p: p.get("program_status") is None)
         em.send("exit 0")
 
 
@@ -258,7 +260,7 @@ def test_progress_updates_are_rate_limited_and_the_last_one_shows(
         revision = runtime.snapshot()["revision"]
         seq = em.pane()["state_change_seq"]
         em.send("many 2000")
-        pane = em.until("the last progress", lambda p: p["progress"] == 1999 % 101)
+        pane = em.until("the last progress", lambda p: p.get("progress") == 1999 % 101)
         assert pane["state_change_seq"] == seq  # progress moves no state
         assert runtime.snapshot()["revision"] - revision < 20
         em.send("exit 0")
@@ -324,7 +326,7 @@ def test_a_script_reports_with_printf_as_the_skill_shows(
     def reached(state: str, reported: str | None) -> dict[str, Any]:
         def seen() -> dict[str, Any] | None:
             pane = runtime.pane(pane_id, window)
-            status = pane["program_status"]
+            status = pane.get("program_status")
             said = status["state"] if status else None
             return pane if (pane["task_state"], said) == (state, reported) else None
 
