@@ -89,7 +89,7 @@ def test_a_gated_program_moves_its_pane_through_every_state(
         pane = em.until(
             "running", lambda p: p["task_state"] == "running" and p.get("program_status")
         )
-        status = pane.get("program_status")
+        status = pane["program_status"]
         assert (status["state"], status["app"], status["progress"], status["msg"]) == (
             "working",
             "build",
@@ -99,7 +99,7 @@ def test_a_gated_program_moves_its_pane_through_every_state(
         assert (status["source"], status["id"], pane.get("progress")) == ("osc7501", "", 10)
         em.send("7501 state=blocked:kind=permission:msg=" + b64("Deploy to prod?"))
         pane = em.until("attention", lambda p: p["task_state"] == "attention")
-        assert pane.get("program_status")["msg"] == "Deploy to prod?"
+        assert pane["program_status"]["msg"] == "Deploy to prod?"
         em.send("7501 state=blocked:kind=question")
         em.until("waiting_input", lambda p: state_of(p) == ("waiting_input", "blocked", "question"))
         em.send("7501 state=blocked:kind=auth")
@@ -108,7 +108,7 @@ def test_a_gated_program_moves_its_pane_through_every_state(
         pane = em.until("completed", lambda p: p["task_state"] == "completed")
         seq = pane["state_change_seq"]
         em.send("7501 state=idle")
-        pane = em.until("idle reported", lambda p: p.get("program_status")["state"] == "idle")
+        pane = em.until("idle reported", lambda p: p["program_status"]["state"] == "idle")
         assert (pane["task_state"], pane["state_change_seq"]) == ("completed", seq)
         em.send("7501 state=error")
         em.until("failed", lambda p: p["task_state"] == "failed")
@@ -138,7 +138,7 @@ def test_child_records_a_blocked_child_and_the_inherited_app(
         em.send("7501 state=working:id=us-east:progress=40")
         em.send("7501 state=blocked:id=eu-west/db:kind=permission:msg=" + b64("drop table?"))
         pane = em.until("attention", lambda p: p["task_state"] == "attention")
-        status = pane.get("program_status")
+        status = pane["program_status"]
         assert (status["state"], status["id"], status["app"], status["msg"]) == (
             "blocked",
             "eu-west/db",
@@ -155,7 +155,7 @@ def test_child_records_a_blocked_child_and_the_inherited_app(
         assert problems(pane, "#/$defs/pane") == []
         em.send("7501 state=clear:id=eu-west")
         pane = em.until("running", lambda p: p["task_state"] == "running")
-        assert [r["id"] for r in pane.get("program_status")["records"]] == ["", "us-east"]
+        assert [r["id"] for r in pane["program_status"]["records"]] == ["", "us-east"]
         em.send("7501 state=clear")
         pane = em.until("no records", lambda p: p.get("program_status") is None)
         em.send("exit 0")
@@ -167,7 +167,7 @@ def test_reports_split_across_reads_and_ended_by_bel_count(
     with emitter(runtime, tmp_path) as em:
         em.send("split state=blocked:kind=question:msg=" + b64("which branch?"))
         pane = em.until("waiting_input", lambda p: p["task_state"] == "waiting_input")
-        assert pane.get("program_status")["msg"] == "which branch?"
+        assert pane["program_status"]["msg"] == "which branch?"
         em.send("bel state=done")
         em.until("completed", lambda p: p["task_state"] == "completed")
         em.send("exit 0")
@@ -234,13 +234,13 @@ def test_osc_9_4_progress_is_lower_evidence_and_the_pane_progress(
         em.send("94 1 40")
         pane = em.until("progress", lambda p: p.get("progress") == 40)
         assert pane["task_state"] == "running"
-        assert pane.get("program_status")["source"] == "osc9_4"
+        assert pane["program_status"]["source"] == "osc9_4"
         assert problems(pane, "#/$defs/pane") == []
         em.send("7501 state=blocked:kind=permission")  # OSC 7501 outranks it
         pane = em.until("attention", lambda p: p["task_state"] == "attention")
-        assert (pane.get("program_status")["source"], pane.get("progress")) == ("osc7501", 40)
+        assert (pane["program_status"]["source"], pane.get("progress")) == ("osc7501", 40)
         em.send("7501 state=clear")
-        em.until("progress again", lambda p: p.get("program_status")["source"] == "osc9_4")
+        em.until("progress again", lambda p: p["program_status"]["source"] == "osc9_4")
         em.send("94 2 70")
         pane = em.until("failed", lambda p: p["task_state"] == "failed")
         assert pane.get("progress") == 70
@@ -326,7 +326,7 @@ def test_a_script_reports_with_printf_as_the_skill_shows(
     def reached(state: str, reported: str | None) -> dict[str, Any]:
         def seen() -> dict[str, Any] | None:
             pane = runtime.pane(pane_id, window)
-            status = pane.get("program_status")
+            status = pane["program_status"]
             said = status["state"] if status else None
             return pane if (pane["task_state"], said) == (state, reported) else None
 
