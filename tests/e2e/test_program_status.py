@@ -326,7 +326,7 @@ def test_a_script_reports_with_printf_as_the_skill_shows(
     def reached(state: str, reported: str | None) -> dict[str, Any]:
         def seen() -> dict[str, Any] | None:
             pane = runtime.pane(pane_id, window)
-            status = pane["program_status"]
+            status = pane.get("program_status")
             said = status["state"] if status else None
             return pane if (pane["task_state"], said) == (state, reported) else None
 
