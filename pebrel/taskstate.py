@@ -101,11 +101,13 @@ class ShellTracker:
         if state is None and left:
             if self.command_running:
                 return False
-            # The program is gone, and with it what a pending edge was about.
-            self.pending = None
-            fallback = not (self.integrated or self.prompt_seen)
-            if fallback and self.shell_in_foreground and self.shell_state == "running":
-                self.shell_state = "idle"
+            if self.program_state is not None:
+                # The program is gone, and with it what a pending edge on it was about (an
+                # edge of a later command, with no program state yet, is not its to end).
+                self.pending = None
+                fallback = not (self.integrated or self.prompt_seen)
+                if fallback and self.shell_in_foreground and self.shell_state == "running":
+                    self.shell_state = "idle"
         if state == "idle" and self.program_state in ("completed", "failed"):
             return False
         if state == "idle" and self.pending is not None and self.program_state is not None:

@@ -141,6 +141,13 @@ CASES = [
     Case("fallback-program-states", False, ("fg-", "p:completed", "fg+", "pleft"), "idle", 4),
     Case("program-exit-clears", True, ("p:attention", "exit0"), "idle", 3),
     Case(
+        "program-left-late-keeps-a-later-edge",
+        True,
+        ("C", "p:running", "D0", "A", "submit@10", "pleft", f"expire@{10 + EDGE_S}"),
+        "completed",
+        5,
+    ),
+    Case(
         "fallback-program-left-with-an-edge",
         False,
         ("fg-", "p:completed", "submit@0", "fg+", "pleft", "expire@5"),
