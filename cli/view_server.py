@@ -28,6 +28,7 @@ Read-only: the page cannot type into a pane.
 
 from __future__ import annotations
 
+import contextlib
 import http.cookies
 import json
 import logging
@@ -219,7 +220,9 @@ class Poller:
                 listener.put_nowait(text)
             except queue.Full:  # a page that does not read: it is dropped, and reconnects
                 self.leave(listener)
-                listener.queue.clear()
+                with contextlib.suppress(queue.Empty):
+                    while True:
+                        listener.get_nowait()
                 listener.put_nowait(None)
 
 
@@ -243,6 +246,7 @@ class ViewServer(ThreadingHTTPServer):
         self.port: int = self.server_address[1]
         self.login_secret: str | None = secrets.token_urlsafe(32)
         self.sessions: set[str] = set()
+        self._login_lock = threading.Lock()  # two visits of the link at once: one session
         self.cookie_name = f"pebrel_view_{self.port}"
         self.hosts = {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
         self.origins = {f"http://{host}" for host in self.hosts}
@@ -254,13 +258,14 @@ class ViewServer(ThreadingHTTPServer):
 
     def spend_secret(self, offered: str) -> str | None:
         """A new session for the login secret (once), else None."""
-        secret = self.login_secret
-        if secret is None or not secrets.compare_digest(offered.encode(), secret.encode()):
-            return None
-        self.login_secret = None
-        session = secrets.token_urlsafe(32)
-        self.sessions.add(session)
-        return session
+        with self._login_lock:
+            secret = self.login_secret
+            if secret is None or not secrets.compare_digest(offered.encode(), secret.encode()):
+                return None
+            self.login_secret = None
+            session = secrets.token_urlsafe(32)
+            self.sessions.add(session)
+            return session
 
 
 class ViewHandler(BaseHTTPRequestHandler):
