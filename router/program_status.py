@@ -95,11 +95,6 @@ def task_state(status: dict[str, Any] | None) -> TaskState | None:
     return _STATES.get(state)
 
 
-def record_part(status: dict[str, Any]) -> dict[str, Any]:
-    """What a pane record says of a program status: ``program_status``, and ``progress`` when
-    one was reported. A pane whose program reports nothing has neither (as one without an
-    agent has no ``agent``): every snapshot stays as small as it was."""
-    part: dict[str, Any] = {"program_status": status}
-    if status["progress"] is not None:
-        part["progress"] = status["progress"]
-    return part
+def progress_of(status: dict[str, Any] | None) -> int | None:
+    """The pane record's ``progress`` (0-100; None: none reported)."""
+    return status["progress"] if status is not None else None

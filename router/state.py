@@ -219,8 +219,9 @@ class RouterState:
             "exited": pane.exited,
             "exit_reason": pane.exit_reason,
             "remote": False,
+            "program_status": pane.program_status,
+            "progress": program_status.progress_of(pane.program_status),
             **({"agent": self.pane_agent(pane)} if pane.agents.session is not None else {}),
-            **(program_status.record_part(pane.program_status) if pane.program_status else {}),
         }
 
     def pane_agent(self, pane: Pane) -> dict[str, Any]:
