@@ -194,7 +194,7 @@ class Poller:
                 del self._since[key]
         entries = []
         for key, pane in waiting.items():
-            since = self._since.setdefault(f"{key}", now)
+            since = self._since.setdefault(key, now)
             status = pane.get("program_status") or {}
             agent = pane.get("agent") or {}
             entries.append(

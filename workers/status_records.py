@@ -100,18 +100,13 @@ class StatusRecords:
         """The terminal's foreground group now: the records of a group that left it end."""
         if self.owner is not None and pgid != self.owner:
             self.owner = None
-            if self._held():
-                self.table.records.clear()
-                self.progress = None
-                self._send(left=True)
+            self._end()
 
     def command_ended(self) -> None:
         """The shell's integration is about to report a command's end (a done mark, or a
         prompt): every record read while the shell itself held the foreground ends first."""
-        if self.owner is not None and self.owner == self._shell_pgid and self._held():
-            self.table.records.clear()
-            self.progress = None
-            self._send(left=True)
+        if self.owner is not None and self.owner == self._shell_pgid:
+            self._end()
 
     def prompt(self) -> None:
         """The pane's shell drew a new prompt: ``working`` and ``blocked`` records end."""
@@ -121,18 +116,20 @@ class StatusRecords:
         if dropped:
             self._changed()
 
-    def _held(self) -> bool:
-        return bool(self.table.records) or self.progress is not None
+    def _end(self) -> None:
+        """Every record and the progress end with their group (``left``), if any are held."""
+        if self.table.records or self.progress is not None:
+            self.table.records.clear()
+            self.progress = None
+            self._send(left=True)
 
     def _own(self) -> None:
         """Records are reported under the group in the foreground now (one that replaced the
         previous owner without being noticed yet: its records end first)."""
         pgid = self._foreground_pgid()
         if pgid is not None and pgid != self.owner:
-            if self.owner is not None and self._held():
-                self.table.records.clear()
-                self.progress = None
-                self._send(left=True)
+            if self.owner is not None:
+                self._end()
             self.owner = pgid
 
     def _signature(self) -> Signature:

@@ -198,7 +198,7 @@ def test_nothing_is_polled_while_no_page_is_connected(runtime: Runtime) -> None:
     at_prompt(runtime)
     with view(runtime) as page:
         page.login()
-        time.sleep(1.0)
+        time.sleep(1.0)  # four poll intervals: time enough for a poller that polls unasked
         before = runtime.snapshot()["revision"]
         status, _, body = page.request("/state")
         assert status == 200 and json.loads(body)["windows"] == []  # never polled

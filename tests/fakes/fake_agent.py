@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+import status_gate  # beside this file (the entry files put its directory on sys.path)
+
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 PROGRAM_STATE = {
     "start": "idle",
@@ -110,22 +112,6 @@ class Fake:
             status = OSC26_STATUS[event]
             self.out(f"\x1b]26;CodeAgent={self.kind};SessionId={self.session};Status={status}\x07")
 
-    def query_status_support(self) -> bool:
-        """Ask whether the terminal reads OSC 7501: the query, then DA1 (which every terminal
-        answers); supported if the query's answer comes first."""
-        import select
-
-        self.out("\x1b]7501;?\x1b\\\x1b[c")
-        got = b""
-        deadline = time.monotonic() + 5
-        while not (b"\x1b[?" in got and got.endswith(b"c")):
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([0], [], [], left)[0]:
-                break
-            got += os.read(0, 256)
-        query, attributes = got.find(b"\x1b]7501;?"), got.find(b"\x1b[?")
-        return query >= 0 and (attributes < 0 or query < attributes)
-
     def read_line(self) -> str | None:
         """One submitted line; pasted newlines stay in it. None at end of input."""
         self.out("\x1b[?2004h")
@@ -194,7 +180,7 @@ class Fake:
                 # Like some real TUIs: input typed before the prompt is drawn is dropped.
                 termios.tcflush(0, termios.TCIFLUSH)
         if "osc7501" in self.modes and os.isatty(0):
-            self.status_gate = self.query_status_support()
+            self.status_gate = status_gate.query()[0]
         shown = self.session if self.session_known else "(new)"
         resumed = "resumed " if self.resumed else ""
         self.out(f"Fake {self.kind} (a Pebrel test stand-in), {resumed}session {shown}\n\n")

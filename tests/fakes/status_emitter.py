@@ -21,12 +21,12 @@ after the Nth:
 
 from __future__ import annotations
 
-import os
-import select
 import sys
 import termios
 import time
 import tty
+
+import status_gate  # beside this file (a script's own directory is on sys.path)
 
 ST = "\x1b\\"
 
@@ -40,19 +40,12 @@ def gate() -> bool:
     """The query, then DA1; True if the query's answer came back before DA1's."""
     saved = termios.tcgetattr(0)
     tty.setraw(0)
+    supported: bool
+    got: bytes
     try:
-        out(f"\x1b]7501;?{ST}\x1b[c")
-        got = b""
-        deadline = time.monotonic() + 5
-        while not (b"\x1b[?" in got and got.endswith(b"c")):
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([0], [], [], left)[0]:
-                break
-            got += os.read(0, 256)
+        supported, got = status_gate.query()
     finally:
         termios.tcsetattr(0, termios.TCSANOW, saved)
-    query = got.find(b"\x1b]7501;?")
-    supported = query >= 0 and (got.find(b"\x1b[?") < 0 or query < got.find(b"\x1b[?"))
     out(f"reply: {got!r}\ngate: {'yes' if supported else 'no'}\n")
     return supported
 
