@@ -71,9 +71,12 @@ def runtime_orchestrate(workflow: Params, timeout_ms: int | None = None) -> Requ
 
 
 def events_subscribe(
-    *, since_revision: int | None = None, runtime_id: str | None = None
+    *, since_revision: int | None = None, runtime_id: str | None = None, screens: bool = False
 ) -> Request:
-    return Request("events.subscribe", prune(since_revision=since_revision, runtime_id=runtime_id))
+    return Request(
+        "events.subscribe",
+        prune(since_revision=since_revision, runtime_id=runtime_id, screens=screens or None),
+    )
 
 
 # ---- windows and tabs --------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""`pebrel ctl subscribe`: the ack line, then one `runtime.snapshot` event per line (R2.7)."""
+"""`pebrel ctl subscribe`: the ack line, then one event per line (R2.7; `pane.screens`: #21)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,13 @@ from pebrel.client import Client, RuntimeUnavailable, unavailable_envelope
 @click.option("--since", "since_revision", type=click.IntRange(min=0), help="Last revision seen.")
 @click.option("--runtime-id", help="runtime_id that --since belongs to.")
 @click.option("--count", type=click.IntRange(min=1), help="Exit after this many events.")
-def subscribe(since_revision: int | None, runtime_id: str | None, count: int | None) -> None:
-    """Stream snapshots as JSON Lines until interrupted (or --count events)."""
+@click.option(
+    "--screens", is_flag=True, help="Also pane.screens events: panes whose screen changed."
+)
+def subscribe(
+    since_revision: int | None, runtime_id: str | None, count: int | None, screens: bool
+) -> None:
+    """Stream snapshots (and with --screens, screen changes) as JSON Lines until interrupted."""
     try:
         client = Client(timeout_s=None)
     except (RuntimeUnavailable, OSError) as exc:
@@ -25,7 +30,9 @@ def subscribe(since_revision: int | None, runtime_id: str | None, count: int | N
         sys.exit(EXIT_UNAVAILABLE)
     seen = 0
     try:
-        req = params.events_subscribe(since_revision=since_revision, runtime_id=runtime_id)
+        req = params.events_subscribe(
+            since_revision=since_revision, runtime_id=runtime_id, screens=screens
+        )
         client.send(req.method, req.params)
         while count is None or seen < count:
             line = client.read_line()

@@ -88,6 +88,19 @@ def event_line(runtime_id: str, revision: int, snapshot: dict[str, Any]) -> dict
     }
 
 
+def screens_event_line(runtime_id: str, panes: list[list[Any]]) -> dict[str, Any]:
+    """One `pane.screens` event: the panes whose published screen changed (#21)."""
+    return {
+        "type": "event",
+        "event": "pane.screens",
+        "runtime_id": runtime_id,
+        "panes": [
+            {"window_id": window_id, "pane_id": pane_id, "screen_captured_at": captured}
+            for window_id, pane_id, captured in panes
+        ],
+    }
+
+
 def dump_value(value: Any) -> bytes:
     """A value's JSON exactly as :func:`dump_line` writes it inside a line (no newline)."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))

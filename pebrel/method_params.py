@@ -173,6 +173,7 @@ class PaneResizeParams(PaneTarget):
 class EventsSubscribeParams(TypedDict):
     since_revision: NotRequired[int]
     runtime_id: NotRequired[str]
+    screens: NotRequired[bool]
 
 
 # ---- agents --------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from pebrel.envelope import (
     ok_line_encoded,
     parse_request,
     peek_id,
+    screens_event_line,
 )
 from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
@@ -76,6 +77,7 @@ class Frontend:
             m.AnswersStale: self.answers_stale,
             m.AnswersRenewed: self.answers_renewed,
             m.SnapshotChanged: self.on_snapshot,
+            m.ScreensChanged: self.on_screens,
             m.StopFrontend: self.stop_frontend,
         }
 
@@ -267,6 +269,7 @@ class Frontend:
             if answer.ok and answer.result is not None:
                 conn.subscribed = True
                 conn.last_revision = int(answer.result["revision"])
+                conn.screens = bool(answer.result.get("screens"))
 
     def on_snapshot(self, event: m.SnapshotChanged) -> None:
         """Fan a revision out to subscribers; a subscriber that cannot keep up is dropped."""
@@ -289,8 +292,21 @@ class Frontend:
                 continue
             self.write(conn, line)
 
+    def on_screens(self, event: m.ScreensChanged) -> None:
+        """Tell the connections subscribed to screens which panes published a new one."""
+        targets = [c for c in self.connections.values() if c.subscribed and c.screens]
+        if not targets:
+            return
+        line = dump_line(screens_event_line(event.runtime_id, event.panes))
+        for conn in targets:
+            if conn.transport.get_write_buffer_size() > SLOW_CONSUMER_BYTES:
+                self.drop_slow(conn)
+                continue
+            self.write(conn, line)
+
     def drop_slow(self, conn: Connection) -> None:
         conn.subscribed = False
+        conn.screens = False
         error = PebrelError(
             ErrorCode.SLOW_CONSUMER,
             "the subscriber did not keep up with events and is disconnected",

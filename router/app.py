@@ -50,6 +50,7 @@ from pebrel.router.forkserver import ForkServer
 from pebrel.router.handlers import Method, delegate, events, window
 from pebrel.router.methods import LEGACY, METHODS
 from pebrel.router.runtime import Runtime
+from pebrel.router.screen_feed import ScreenFeed
 from pebrel.schema import validate_params
 from pebrel.settings import SettingsError, load_settings
 from pebrel.zmqio import NOBLOCK, Inbox, incoming
@@ -95,6 +96,7 @@ class RouterApp:
         )
         self.rt.on_revision = self.revised
         self.answers = AnswerSync(self.rt, self.to_frontend)  # router/answer_sync.py
+        self.screens = ScreenFeed(self.rt, self.to_frontend)  # router/screen_feed.py
         self.collab = collab_link.CollabLink(self.rt, data_dir, self.answer)  # #16
         delegate.deliver_answers(self.rt)  # agent.delegate: answers go back to their origin
         self.from_frontend: dict[type[m.Message], Callable[[Any], None]] = {
@@ -177,6 +179,7 @@ class RouterApp:
 
     def connection_closed(self, closed: m.ConnectionClosed) -> None:
         self.subscribers.discard(closed.connection_id)
+        self.screens.closed(closed.connection_id)
         self.collab.connection_closed(closed.connection_id)
 
     def frontend_started(self, message: m.FrontendStarted) -> None:
@@ -220,6 +223,8 @@ class RouterApp:
         self.answer(request, ok, plain, error, encoded, reusable)
         if ok and request.method == "events.subscribe":
             self.subscribers.add(request.connection_id)
+            if request.params.get("screens"):
+                self.screens.subscribe(request.connection_id)
             if events.needs_current_snapshot(self.rt, request.params):
                 self.publish(request.connection_id)
 

@@ -30,6 +30,8 @@ class Connection:
     legacy_pending: set[str] = field(default_factory=set)
     subscribe_pending: set[Any] = field(default_factory=set)
     subscribed: bool = False
+    #: Subscribed with ``screens: true``: it gets ``pane.screens`` events too (#21).
+    screens: bool = False
     last_revision: int = -1
     #: Requests sent to the router and not answered yet.
     in_flight: int = 0

@@ -75,6 +75,7 @@ from pebrel.messages.frontend import (
     FrontendStarted,
     HandleRequest,
     RequestAnswered,
+    ScreensChanged,
     SnapshotChanged,
     StopFrontend,
 )
@@ -132,6 +133,7 @@ __all__ = [
     "ScreenPending",
     "ScreenPublished",
     "ScreenRead",
+    "ScreensChanged",
     "SendKey",
     "ShellMarked",
     "SnapshotChanged",

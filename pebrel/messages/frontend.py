@@ -104,6 +104,16 @@ class SnapshotChanged(Message):
     snapshot: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class ScreensChanged(Message):
+    """Panes whose published screen changed, to every connection subscribed to screens:
+    ``[window_id, pane_id, captured_at]`` each (router/screen_feed.py; #21)."""
+
+    type: ClassVar[str] = "screens_changed"
+    runtime_id: str
+    panes: list[list[Any]]
+
+
 MESSAGES: tuple[type[Message], ...] = (
     FrontendStarted,
     HandleRequest,
@@ -114,4 +124,5 @@ MESSAGES: tuple[type[Message], ...] = (
     ConnectionClosed,
     StopFrontend,
     SnapshotChanged,
+    ScreensChanged,
 )

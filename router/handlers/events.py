@@ -20,7 +20,12 @@ def needs_current_snapshot(rt: Runtime, params: Mapping[str, object]) -> bool:
 
 
 async def subscribe(rt: Runtime, params: EventsSubscribeParams) -> Result:
-    return {"subscribed": True, "runtime_id": rt.state.runtime_id, "revision": rt.state.revision}
+    return {
+        "subscribed": True,
+        "runtime_id": rt.state.runtime_id,
+        "revision": rt.state.revision,
+        "screens": bool(params.get("screens", False)),
+    }
 
 
 METHODS: Mapping[str, Handler] = {"events.subscribe": subscribe}
