@@ -14,6 +14,7 @@ from pebrel.cli.lazygroup import LazyGroup
 #: Every top-level command and where it lives ("module:attribute").
 COMMANDS = {
     "agent": "pebrel.cli.agent_cmd:agent",
+    "attach": "pebrel.cli.attach_cmd:attach",
     "collab": "pebrel.cli.collab_cmd:collab",
     "ctl": "pebrel.cli.ctl_cmd:ctl",
     "env": "pebrel.cli.env_cmd:env",

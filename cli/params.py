@@ -8,6 +8,7 @@ timeout plus WAIT_MARGIN_S. Agent methods are in `pebrel.cli.agent_params`.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -283,3 +284,9 @@ def pane_procs(*, window_id: int | None, pane_id: int) -> Request:
 
 def pane_screen(*, window_id: int | None, pane_id: int) -> Request:
     return Request("pane.screen", prune(window_id=window_id, pane_id=pane_id))
+
+
+def pane_user_input(*, window_id: int | None, pane_id: int, data: bytes) -> Request:
+    """The local user's keystrokes (`pebrel attach`; refused to callers inside a pane)."""
+    encoded = base64.b64encode(data).decode("ascii")
+    return Request("pane.user_input", prune(window_id=window_id, pane_id=pane_id, data_b64=encoded))

@@ -47,6 +47,8 @@ class ErrorCode(StrEnum):
     INPUT_IN_PROGRESS = "input_in_progress"
     CONFIRMATION_REQUIRED = "confirmation_required"
     SLOW_CONSUMER = "slow_consumer"
+    #: A method for the local user alone (pane.user_input) was called from inside a pane.
+    CALLER_NOT_USER = "caller_not_user"
     INTERNAL_ERROR = "internal_error"
     #: Only clients answer it: the runtime took the request but its answer did not arrive
     #: within the client's own deadline (the CLI exits 4).

@@ -139,6 +139,10 @@ class PaneScreenParams(PaneTarget):
     pass
 
 
+class PaneUserInputParams(PaneTarget):
+    data_b64: str
+
+
 class PaneExecParams(PaneTarget):
     argv: list[str]
     timeout_ms: NotRequired[int]

@@ -39,7 +39,12 @@ from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link
 from pebrel.router import adapter_limits as limits
 from pebrel.router.answers import REUSABLE_METHODS, AnswerCache, request_key
-from pebrel.router.client_protocol import ClientProtocol, Connection, abort_unless_flushing
+from pebrel.router.client_protocol import (
+    ClientProtocol,
+    Connection,
+    abort_unless_flushing,
+    placed,
+)
 from pebrel.schema import unencodable_params
 
 logger = logging.getLogger(__name__)
@@ -141,7 +146,7 @@ class Frontend:
                     method=request.method,
                     params=request.params,
                     cache_slot=slot,
-                    peer_port=peer_port(conn) if request.method.startswith("collab.") else 0,
+                    peer_port=peer_port(conn) if placed(request.method) else 0,
                 )
             )
         except (OverflowError, ValueError, TypeError, RecursionError):

@@ -46,8 +46,9 @@ from pebrel.errors import ErrorCode, PebrelError, internal_error
 from pebrel.link import Link, open_link, start_linked_process
 from pebrel.router import collab_link, eager, facts
 from pebrel.router.answer_sync import AnswerSync
+from pebrel.router.client_protocol import USER_ONLY_METHODS
 from pebrel.router.forkserver import ForkServer
-from pebrel.router.handlers import Method, delegate, events, window
+from pebrel.router.handlers import Method, delegate, events, user_input, window
 from pebrel.router.methods import LEGACY, METHODS
 from pebrel.router.runtime import Runtime
 from pebrel.router.screen_feed import ScreenFeed
@@ -199,6 +200,8 @@ class RouterApp:
                 handler = METHODS[request.method]
             if self.rt.closing:
                 raise PebrelError(ErrorCode.RUNTIME_UNAVAILABLE, "the runtime is stopping")
+            if request.method in USER_ONLY_METHODS:  # the local user's alone (#21)
+                user_input.refuse_caller(await asyncio.shield(self.collab.caller_of(request)))
             result = await handler(self.rt, request.params)
         except PebrelError as exc:
             ok, error = False, exc.to_wire()

@@ -21,6 +21,15 @@ from pebrel.envelope import MAX_REQUEST_LINE_BYTES
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.router import adapter_limits as limits
 
+#: Methods only the local user may call (router/handlers/user_input.py): the adapter stamps
+#: them, like `collab.*`, with the client's port, and the router places the caller by it.
+USER_ONLY_METHODS = frozenset({"pane.user_input"})
+
+
+def placed(method: str) -> bool:
+    """Whether the router must know which process sent a request of this method."""
+    return method.startswith("collab.") or method in USER_ONLY_METHODS
+
 
 @dataclass(slots=True)
 class Connection:

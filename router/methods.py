@@ -23,6 +23,7 @@ from pebrel.router.handlers import (
     pane_io,
     screen_read,
     tab,
+    user_input,
     wait_any,
     window,
 )
@@ -40,6 +41,7 @@ METHODS: dict[str, Method] = {
     **wait_any.METHODS,
     **exec_handlers.METHODS,
     **keys.METHODS,
+    **user_input.METHODS,
     **layout_ops.METHODS,
     **events.METHODS,
     **agent.METHODS,

@@ -188,6 +188,7 @@ def test_real_results_match_the_schema(runtime: Runtime, tmp_path: Path) -> None
     call("pane.exec", {"window_id": 1, "pane_id": 1, "argv": ["sh", "-c", "echo o; echo e >&2"]})
     call("pane.procs", {"window_id": 1, "pane_id": 1})
     call("pane.screen", {"window_id": 1, "pane_id": 1})
+    call("pane.user_input", {"window_id": 1, "pane_id": 1, "data_b64": "IH8="})  # space, DEL
     call("pane.resize", {"window_id": 1, "pane_id": 1, "ratio": 0.4})
     call("pane.zoom", {"window_id": 1, "pane_id": 1, "zoomed": True})
     call("tab.rename", {"window_id": 1, "tab_index": 0, "name": "schema"})
