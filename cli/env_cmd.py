@@ -297,6 +297,12 @@ def commands(window_id: int, pane_id: int) -> list[dict[str, str]]:
             "every pane live in a local web page (prints a one-time login link; here for 2 s)",
             "timeout --preserve-status 2 pebrel view",
         ),
+        (
+            "attach",
+            "for people: one pane in your own terminal, typed into; Ctrl-] detaches (here in a"
+            " throwaway terminal for 2 s; inside a pane it is read-only)",
+            f"script -qec 'timeout --preserve-status 2 pebrel attach {target}' /dev/null",
+        ),
         ("runtime stop", "stop the runtime and everything it started", "pebrel runtime stop"),
     ]
     listed = []

@@ -54,6 +54,8 @@ class ShellTracker:
         self.pending: PendingEdge | None = None
         #: Exit code (None: unknown) of each finished command, by its 1-based start number.
         self.results: dict[int, int | None] = {}
+        #: The exit code of the last command that ended (None before one, or when unknown).
+        self.last_exit_code: int | None = None
         #: Seqs of transitions that only reverted an unconfirmed submit edge: no turn ended there.
         self.reverted: deque[int] = deque(maxlen=HISTORY_LEN)
 
@@ -191,6 +193,7 @@ class ShellTracker:
 
     def _record(self, exit_code: int | None) -> None:
         self.results[self.commands_started] = exit_code
+        self.last_exit_code = exit_code
         if len(self.results) > HISTORY_LEN:
             del self.results[min(self.results)]
 

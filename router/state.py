@@ -218,6 +218,7 @@ class RouterState:
             "state_change_seq": pane.tracker.seq,
             "exited": pane.exited,
             "exit_reason": pane.exit_reason,
+            "last_exit_code": pane.tracker.last_exit_code,
             "remote": False,
             "program_status": pane.program_status,
             "progress": program_status.progress_of(pane.program_status),

@@ -70,6 +70,16 @@ def test_seq_counts_every_transition_of_true_false_true(runtime: Runtime) -> Non
     assert (last["task_state"], last["state_change_seq"]) == ("completed", 7)
 
 
+def test_the_pane_record_says_the_last_exit_code(runtime: Runtime) -> None:
+    """#21: `last_exit_code` is the last command's own exit code, null before one."""
+    prompt_drawn(runtime)
+    assert runtime.pane(1)["last_exit_code"] is None
+    assert runtime.run(1, "(exit 7)")["exit_code"] == 7
+    assert runtime.pane(1)["last_exit_code"] == 7
+    assert runtime.run(1, "true")["exit_code"] == 0
+    assert runtime.pane(1)["last_exit_code"] == 0
+
+
 def test_every_prompt_response_carries_its_running_edge(runtime: Runtime) -> None:
     """R5.4, R5.3: ten quick `true`s: each prompt returns the seq of its own running edge.
 
@@ -200,6 +210,7 @@ def test_sh_command_ends_by_foreground_group_without_exit_code(runtime: Runtime)
     # `idle` (no exit code), and not the 2 s revert: sleep 3 cannot end before 3 s have passed.
     assert (settled["state"], settled["state_change_seq"]) == ("idle", 3)
     assert time.monotonic() - started >= 2.9
+    assert runtime.pane(pane_id)["last_exit_code"] is None  # sh without integration: unknown
 
 
 def test_run_in_a_shell_without_integration_is_exit_code_unavailable(runtime: Runtime) -> None:

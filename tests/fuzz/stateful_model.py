@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Per-pane fields of a snapshot that change without a request (see the module doc).
-MOVING_PANE_FIELDS = frozenset({"task_state", "state_change_seq", "exited", "exit_reason", "title"})
+MOVING_PANE_FIELDS = frozenset(
+    {"task_state", "state_change_seq", "exited", "exit_reason", "last_exit_code", "title"}
+)
 PaneKey = tuple[int, int]  # (window_id, pane_id)
 
 

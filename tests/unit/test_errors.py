@@ -42,19 +42,21 @@ SPEC_CODES = {
     "timeout",
     "protocol_version_mismatch",
 }
-#: R2.2: the spec's `input_in_progress`, the three codes Pebrel adds, and the CLI's own
-#: `client_timeout` (DESIGN "Result shapes": exit status 4; #14).
+#: R2.2: the spec's `input_in_progress`, the three codes Pebrel adds, the CLI's own
+#: `client_timeout` (DESIGN "Result shapes": exit status 4; #14), and `caller_not_user`
+#: (pane.user_input called from inside a pane; #21).
 EXTRA_CODES = {
     "input_in_progress",
     "confirmation_required",
     "slow_consumer",
     "internal_error",
     "client_timeout",
+    "caller_not_user",
 }
 
 
 def test_error_codes_are_the_spec_list() -> None:
-    """R2.2: ErrorCode holds exactly the spec's codes plus Pebrel's five, no more, no less."""
+    """R2.2: ErrorCode holds exactly the spec's codes plus Pebrel's six, no more, no less."""
     assert len(SPEC_CODES) == 34
     assert {str(code) for code in ErrorCode} == SPEC_CODES | EXTRA_CODES
 

@@ -19,6 +19,7 @@ def test_the_adapter_handles_every_message_the_router_sends_it() -> None:
         m.AnswersStale,
         m.AnswersRenewed,
         m.SnapshotChanged,
+        m.ScreensChanged,
         m.StopFrontend,
     }
     assert set(Frontend(-1, "token", "0").from_router) == sent_by_router
