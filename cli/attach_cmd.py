@@ -24,7 +24,6 @@ as typed, no submit barrier, no running edge (typing into vim does not make the 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import shutil
@@ -40,6 +39,7 @@ import click
 
 from pebrel.cli import params
 from pebrel.cli.attach_draw import frame
+from pebrel.cli.event_feed import EventFeed, FeedEnded, panes_named
 from pebrel.cli.options import pane_arg, window_option
 from pebrel.cli.output import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, emit
 from pebrel.client import Client, RuntimeUnavailable, unavailable_envelope
@@ -83,7 +83,7 @@ def attach(pane_id: int, window_id: int | None) -> None:
     if not first.get("ok"):
         emit(first, False)
         sys.exit(EXIT_ERROR)
-    session = Session(client, feed, first["result"])
+    session = Session(client, EventFeed(feed), first["result"])
     with raw_terminal():
         why = session.run()
     click.echo(f"[detached from pane {session.key[0]}:{session.key[1]}: {why}]")
@@ -106,12 +106,11 @@ def raw_terminal() -> Iterator[None]:
 class Session:
     """One attach: the feed's events, the user's keys, and redraws, in one select loop."""
 
-    def __init__(self, client: Client, feed: Client, screen: dict[str, Any]) -> None:
+    def __init__(self, client: Client, feed: EventFeed, screen: dict[str, Any]) -> None:
         self.client = client
         self.feed = feed
         self.screen = screen
         self.key = (int(screen["window_id"]), int(screen["pane_id"]))
-        self.buffer = b""
         self.note = ""
         self.title = str(screen.get("title") or "")
         self.state = str(screen.get("task_state") or "")
@@ -124,8 +123,6 @@ class Session:
         for sig in (signal.SIGWINCH, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, self._signalled)
         self.probe()
-        self.feed.send("events.subscribe", {"screens": True})
-        self.feed.sock.setblocking(False)
         self.draw()
         try:
             return self._loop()
@@ -141,7 +138,7 @@ class Session:
 
     def _loop(self) -> str:
         while True:
-            feed = self.feed.sock.fileno()
+            feed = self.feed.fileno()
             ready, _, _ = select.select([0, feed, self.wake_r], [], [])
             if self.wake_r in ready:
                 os.read(self.wake_r, 64)
@@ -168,24 +165,16 @@ class Session:
                     return ended
 
     def _feed(self) -> str | None:
-        try:
-            chunk = self.feed.sock.recv(1 << 16)
-        except BlockingIOError:
-            return None
-        if not chunk:
-            return "the runtime closed the connection"
-        self.buffer += chunk
         redraw = False
-        while b"\n" in self.buffer:
-            raw, self.buffer = self.buffer.split(b"\n", 1)
-            line = json.loads(raw)
-            if line.get("ok") is False:
-                return str(line.get("error", {}).get("message", "the subscription ended"))
-            if line.get("event") == "pane.screens":
-                mine = [p for p in line["panes"] if (p["window_id"], p["pane_id"]) == self.key]
-                redraw = redraw or bool(mine)
-            elif line.get("event") == "runtime.snapshot":
-                pane = find_pane(line["snapshot"], self.key)
+        try:
+            events = self.feed.read()
+        except FeedEnded as exc:
+            return str(exc)
+        for event in events:
+            if event["event"] == "pane.screens":
+                redraw = redraw or self.key in panes_named(event)
+            elif event["event"] == "runtime.snapshot":
+                pane = find_pane(event["snapshot"], self.key)
                 if pane is None:
                     return "the pane was closed"
                 self.title, self.state = pane["title"], pane["task_state"]

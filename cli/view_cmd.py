@@ -27,11 +27,17 @@ from pebrel.errors import ErrorCode, PebrelError
     help="Port on 127.0.0.1 (0: a free one).",
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the login link in a browser.")
-def view(port: int, open_browser: bool) -> None:
-    """Serve every pane live on a local web page, with the attention inbox (read-only).
+@click.option(
+    "--allow-input",
+    is_flag=True,
+    help="Let the page type into panes (click a pane, then type); read-only without it.",
+)
+def view(port: int, open_browser: bool, allow_input: bool) -> None:
+    """Serve every pane live on a local web page, with the attention inbox.
 
     Prints one envelope with the one-time login link (`result.url`), then serves until
-    interrupted. The link works once; the page needs the cookie it sets.
+    interrupted. The link works once; the page needs the cookie it sets. Read-only unless
+    --allow-input: then a pane clicked on the page takes what you type (pane.user_input).
     """
     try:
         Client().close()  # the runtime answers, or the user learns why now
@@ -40,7 +46,8 @@ def view(port: int, open_browser: bool) -> None:
         sys.exit(3)
     poller = Poller(lambda: Client(timeout_s=10.0))
     try:
-        server = ViewServer(port, poller)
+        typist = (lambda: Client(timeout_s=10.0)) if allow_input else None
+        server = ViewServer(port, poller, typist)
     except OSError as exc:
         refused = PebrelError(
             ErrorCode.ACTION_FAILED, f"cannot listen on 127.0.0.1:{port}: {exc}", {"port": port}
@@ -48,7 +55,8 @@ def view(port: int, open_browser: bool) -> None:
         emit(error_response(None, refused), False)
         sys.exit(1)
     poller.start()
-    emit({"ok": True, "result": {"url": server.login_url, "port": server.port}}, False)
+    result = {"url": server.login_url, "port": server.port, "allow_input": allow_input}
+    emit({"ok": True, "result": result}, False)
     sys.stdout.flush()
     if open_browser:
         webbrowser.open(server.login_url)

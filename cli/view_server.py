@@ -16,14 +16,20 @@ runtime like any client:
   styled text and the cursor) when it changed, and the inbox. ``/state`` is the latest whole
   frame as JSON.
 - **Costs nothing when nobody looks.** The poller works only while a page is connected: then
-  every ``POLL_S`` it takes the snapshot (answered from the router's copy) and, per pane, the
-  time its newest published screen was captured (a one-line ``pane.read``, answered without
-  the pane's worker); only a pane whose screen changed is asked for its styled screen, so a
-  flooding pane costs one ``pane.screen`` per poll at most.
+  it holds a screen subscription (``events.subscribe`` with ``screens: true``: snapshots, and
+  which panes published a new screen) and, at most every ``POLL_S``, asks ``pane.screen`` of
+  the panes the subscription named since, so a flooding pane costs one worker request per
+  ``POLL_S`` at most and a quiet one none. With the last page gone it closes the
+  subscription.
 - **The inbox** lists every pane whose task state is ``attention`` or ``waiting_input``, the
   newest first (by when the view saw it enter that state).
 
-Read-only: the page cannot type into a pane.
+- **Typing** (``--allow-input`` only; read-only otherwise, every POST is 403): each page load
+  gets its own CSRF token, bound to the session, in a ``<meta>`` tag; ``POST /input`` must carry
+  it in ``X-Pebrel-CSRF`` besides the cookie, the Host and an Origin of this server, with a
+  JSON body ``{window_id, pane_id, data_b64}``. The server sends the bytes with
+  ``pane.user_input`` (the local user's channel: no running edge, and refused when this server
+  itself runs inside a pane) and answers the runtime's envelope.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import json
 import logging
 import queue
 import secrets
+import select
 import threading
 import time
 import urllib.parse
@@ -43,12 +50,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 
+from pebrel.cli.event_feed import EventFeed, panes_named
 from pebrel.client import Client
 
 logger = logging.getLogger(__name__)
 
 #: How often the poller looks while a page is connected (seconds): the page's update rate.
 POLL_S = 0.25
+#: The page tokens kept (the oldest is forgotten first: that page must be loaded again).
+PAGE_TOKENS = 64
+#: The largest body ``POST /input`` takes.
+INPUT_BODY_MAX = 16 * 1024
 #: A page that leaves this many frames unread is dropped (it reconnects by itself).
 QUEUE_FRAMES = 64
 #: A comment line every so often keeps an idle stream open through proxies and timeouts.
@@ -73,7 +85,9 @@ class Poller:
         self._wake = threading.Condition(self._lock)
         self._stopped = False
         self._client: Client | None = None
-        self._captured: dict[str, float] = {}
+        self._feed: EventFeed | None = None
+        self._snapshot: dict[str, Any] | None = None
+        self._dirty: set[str] = set()  # panes whose screen changed since it was last asked
         self._screens: dict[str, Any] = {}
         self._since: dict[str, float] = {}  # inbox: when a pane entered its state
         self.frame: Frame = {"windows": [], "screens": {}, "inbox": [], "error": None}
@@ -107,27 +121,34 @@ class Poller:
     def _run(self) -> None:
         while True:
             with self._lock:
+                if not self._listeners:
+                    self._drop_client()  # nobody looks: no subscription, no request
                 while not self._listeners and not self._stopped:
-                    self._wake.wait()  # nobody looks: no request reaches the runtime
+                    self._wake.wait()
                 if self._stopped:
                     break
             started = time.monotonic()
             try:
-                changed = self._poll()
+                changed = self._poll(started + self._interval_s)
             except Exception as exc:  # the runtime went away, say: the page shows why
                 logger.warning("view poll failed: %s", exc)
                 self._drop_client()
                 changed = {"error": f"the runtime did not answer: {exc}"}
                 self.frame["error"] = changed["error"]
+                time.sleep(max(0.0, self._interval_s - (time.monotonic() - started)))
             if changed:
                 self._broadcast(json.dumps(changed))
-            time.sleep(max(0.0, self._interval_s - (time.monotonic() - started)))
         self._drop_client()
 
     def _drop_client(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
+        if self._feed is not None:
+            self._feed.close()
+            self._feed = None
+            self._snapshot = None
+            self._dirty.clear()
 
     def _call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         if self._client is None:
@@ -138,10 +159,29 @@ class Poller:
         result: dict[str, Any] = answer["result"]
         return result
 
-    def _poll(self) -> Frame:
-        """One look at the runtime; the parts of the frame that changed."""
+    def _listen(self, deadline: float) -> bool:
+        """Take the subscription's events until `deadline`; whether any arrived."""
+        if self._feed is None:
+            self._feed = EventFeed(self._connect())
+        heard = False
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([self._feed], [], [], left)
+            if not ready:
+                break
+            for event in self._feed.read():
+                heard = True
+                if event["event"] == "runtime.snapshot":
+                    self._snapshot = event["snapshot"]
+                elif event["event"] == "pane.screens":
+                    self._dirty |= {f"{w}:{p}" for w, p in panes_named(event)}
+        return heard
+
+    def _poll(self, deadline: float) -> Frame:
+        """One interval's events from the runtime; the parts of the frame that changed."""
+        if not self._listen(deadline) or self._snapshot is None:
+            return {}
         self.polls += 1
-        snapshot = self._call("runtime.snapshot")
+        snapshot = self._snapshot
         panes = [
             pane
             for window in snapshot["windows"]
@@ -152,20 +192,18 @@ class Poller:
         changed_screens: dict[str, Any] = {}
         for pane in panes:
             key = pane_key(pane)
+            if key in self._screens and (key not in self._dirty or pane["exited"]):
+                continue  # unchanged, or exited: its last screen stays as it was
+            self._dirty.discard(key)
             ids = {"window_id": pane["window_id"], "pane_id": pane["pane_id"]}
-            if pane["exited"]:
-                continue  # its last screen stays as it was
-            captured = self._call("pane.read", {**ids, "lines": 1})["screen_captured_at"]
-            if self._captured.get(key) != captured or key not in self._screens:
-                try:
-                    shown = self._call("pane.screen", ids)
-                except RuntimeError:
-                    continue  # gone or exiting meanwhile: next time
-                self._captured[key] = captured
-                self._screens[key] = changed_screens[key] = _screen_part(shown)
+            try:
+                shown = self._call("pane.screen", ids)
+            except RuntimeError:
+                continue  # gone or exited meanwhile: the next snapshot says so
+            self._screens[key] = changed_screens[key] = _screen_part(shown)
+        self._dirty &= live
         for gone in set(self._screens) - live:
             del self._screens[gone]
-            self._captured.pop(gone, None)
             changed_screens[gone] = None
         now = time.time()
         inbox = self._inbox(panes, now)
@@ -240,9 +278,16 @@ def _screen_part(shown: dict[str, Any]) -> dict[str, Any]:
 class ViewServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, port: int, poller: Poller) -> None:
+    def __init__(
+        self, port: int, poller: Poller, typist: Callable[[], Client] | None = None
+    ) -> None:
         super().__init__(("127.0.0.1", port), ViewHandler)
         self.poller = poller
+        #: How to reach the runtime for input (None: read-only).
+        self.typist = typist
+        self._typing_client: Client | None = None
+        self._typing_lock = threading.Lock()
+        self.page_tokens: dict[str, str] = {}  # CSRF token -> the session it was given to
         self.port: int = self.server_address[1]
         self.login_secret: str | None = secrets.token_urlsafe(32)
         self.sessions: set[str] = set()
@@ -251,6 +296,45 @@ class ViewServer(ThreadingHTTPServer):
         self.hosts = {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
         self.origins = {f"http://{host}" for host in self.hosts}
         self.page = resources.files("pebrel.cli").joinpath("view_page.html").read_text("utf-8")
+
+    def page_for(self, session: str) -> str:
+        """The page with a fresh CSRF token of its own when input is allowed."""
+        if self.typist is None:
+            return self.page
+        token = secrets.token_urlsafe(32)
+        with self._typing_lock:
+            self.page_tokens[token] = session
+            while len(self.page_tokens) > PAGE_TOKENS:
+                del self.page_tokens[next(iter(self.page_tokens))]
+        return self.page.replace(
+            '<meta name="pebrel-csrf" content="">', f'<meta name="pebrel-csrf" content="{token}">'
+        )
+
+    def token_ok(self, offered: str, session: str) -> bool:
+        with self._typing_lock:
+            owner = next(
+                (
+                    owner
+                    for token, owner in self.page_tokens.items()
+                    if secrets.compare_digest(token.encode(), offered.encode())
+                ),
+                None,
+            )
+        return owner is not None and secrets.compare_digest(owner.encode(), session.encode())
+
+    def type_into(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Send the user's bytes with pane.user_input; the runtime's envelope."""
+        assert self.typist is not None
+        with self._typing_lock:
+            try:
+                if self._typing_client is None:
+                    self._typing_client = self.typist()
+                return self._typing_client.call("pane.user_input", params)
+            except (OSError, RuntimeError) as exc:
+                if self._typing_client is not None:
+                    self._typing_client.close()
+                    self._typing_client = None
+                return {"ok": False, "error": {"code": "runtime_unavailable", "message": str(exc)}}
 
     @property
     def login_url(self) -> str:
@@ -283,11 +367,13 @@ class ViewHandler(BaseHTTPRequestHandler):
         if url.path == "/login":
             self._login(urllib.parse.parse_qs(url.query).get("s", [""])[0])
             return
-        if not self._has_session():
+        session = self._session()
+        if session is None:
             self._refuse()
             return
         if url.path == "/":
-            self._send(HTTPStatus.OK, "text/html; charset=utf-8", self.server.page.encode())
+            page = self.server.page_for(session)
+            self._send(HTTPStatus.OK, "text/html; charset=utf-8", page.encode())
         elif url.path == "/state":
             body = json.dumps(self.server.poller.frame).encode()
             self._send(HTTPStatus.OK, "application/json", body)
@@ -297,24 +383,58 @@ class ViewHandler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.NOT_FOUND, "text/plain; charset=utf-8", b"not found\n")
 
     def do_POST(self) -> None:
-        self._refuse()  # nothing is written through the view
+        session = self._session() if self._trusted_origin(origin_required=True) else None
+        if (
+            session is None
+            or self.server.typist is None  # read-only: nothing is written through the view
+            or urllib.parse.urlsplit(self.path).path != "/input"
+            or not self.server.token_ok(self.headers.get("X-Pebrel-CSRF", ""), session)
+        ):
+            self.close_connection = True  # its body is not read
+            self._refuse()
+            return
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            length = -1
+        if not 0 < length <= INPUT_BODY_MAX:
+            self.close_connection = True
+            self._send(HTTPStatus.BAD_REQUEST, "text/plain; charset=utf-8", b"bad length\n")
+            return
+        try:
+            body = json.loads(self.rfile.read(length))
+            params = {
+                "window_id": int(body["window_id"]),
+                "pane_id": int(body["pane_id"]),
+                "data_b64": str(body["data_b64"]),
+            }
+        except (ValueError, TypeError, KeyError):
+            self._send(HTTPStatus.BAD_REQUEST, "text/plain; charset=utf-8", b"bad body\n")
+            return
+        answer = self.server.type_into(params)
+        self._send(HTTPStatus.OK, "application/json", json.dumps(answer).encode())
 
-    def _trusted_origin(self) -> bool:
+    def _trusted_origin(self, origin_required: bool = False) -> bool:
         host = self.headers.get("Host", "")
         origin = self.headers.get("Origin")
-        return host in self.server.hosts and (origin is None or origin in self.server.origins)
+        if origin is None:
+            return host in self.server.hosts and not origin_required
+        return host in self.server.hosts and origin in self.server.origins
 
-    def _has_session(self) -> bool:
+    def _session(self) -> str | None:
+        """The request's session (its cookie names one this server gave), else None."""
         cookies = http.cookies.SimpleCookie()
         try:
             cookies.load(self.headers.get("Cookie", ""))
         except http.cookies.CookieError:
-            return False
+            return None
         morsel = cookies.get(self.server.cookie_name)
-        return morsel is not None and any(
-            secrets.compare_digest(morsel.value.encode(), session.encode())
-            for session in self.server.sessions
-        )
+        if morsel is None:
+            return None
+        for session in self.server.sessions:
+            if secrets.compare_digest(morsel.value.encode(), session.encode()):
+                return session
+        return None
 
     def _login(self, offered: str) -> None:
         session = self.server.spend_secret(offered)

@@ -10,6 +10,7 @@ import base64
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -50,6 +51,30 @@ class View:
         conn.close()
         return response.status, dict(response.getheaders()), body
 
+    def post(
+        self, path: str, body: bytes, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        sent = {
+            "Host": f"127.0.0.1:{self.port}",
+            "Origin": f"http://127.0.0.1:{self.port}",
+            "Cookie": self.cookie,
+            "Content-Type": "application/json",
+            **(headers or {}),
+        }
+        conn.request("POST", path, body=body, headers={k: v for k, v in sent.items() if v})
+        response = conn.getresponse()
+        answer = response.read()
+        conn.close()
+        return response.status, answer
+
+    def page_token(self) -> str:
+        """The CSRF token of a fresh page load ("" on a read-only view)."""
+        page = self.request("/")[2].decode()
+        found = re.search(r'<meta name="pebrel-csrf" content="([^"]*)">', page)
+        assert found is not None
+        return found.group(1)
+
     def login(self) -> None:
         status, headers, _ = self.request(self.login_path, cookie=False)
         assert status == 303 and headers["Location"] == "/"
@@ -82,9 +107,9 @@ class View:
 
 
 @contextmanager
-def view(rt: Runtime) -> Iterator[View]:
+def view(rt: Runtime, *args: str) -> Iterator[View]:
     proc = subprocess.Popen(
-        [PEBREL, "view"],
+        [PEBREL, "view", *args],
         env=rt.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -206,3 +231,50 @@ def test_nothing_is_polled_while_no_page_is_connected(runtime: Runtime) -> None:
         with page.stream() as frames:
             until(frames, "a poll", lambda m: m["windows"])
         wait_for(lambda: json.loads(page.request("/state")[2])["windows"], 5, "a frame")
+
+
+def typing_body(text: bytes, pane_id: int = 1) -> bytes:
+    data = base64.b64encode(text).decode()
+    return json.dumps({"window_id": 1, "pane_id": pane_id, "data_b64": data}).encode()
+
+
+def test_a_read_only_view_refuses_every_post(runtime: Runtime) -> None:
+    at_prompt(runtime)
+    before = runtime.read_text(1)
+    with view(runtime) as page:
+        page.login()
+        assert page.page_token() == ""
+        status, _ = page.post("/input", typing_body(b"echo nope"), {"X-Pebrel-CSRF": "x"})
+        assert status == 403
+    assert runtime.read_text(1) == before
+
+
+def test_input_needs_the_page_token_cookie_and_origin(runtime: Runtime) -> None:
+    at_prompt(runtime)
+    before_text, before = runtime.read_text(1), runtime.pane(1)
+    with view(runtime, "--allow-input") as page:
+        page.login()
+        token = page.page_token()
+        assert len(token) > 20 and page.page_token() != token  # one per page load
+        body = typing_body(b"echo typed-in-the-view")
+        refusals = [
+            page.post("/input", body),  # no token
+            page.post("/input", body, {"X-Pebrel-CSRF": "forged"}),
+            page.post("/input", body, {"X-Pebrel-CSRF": token, "Cookie": ""}),
+            page.post("/input", body, {"X-Pebrel-CSRF": token, "Origin": "http://127.0.0.1:1"}),
+            page.post("/input", body, {"X-Pebrel-CSRF": token, "Origin": ""}),  # none sent
+            page.post("/input", body, {"X-Pebrel-CSRF": token, "Host": "evil.example"}),
+            page.post("/other", body, {"X-Pebrel-CSRF": token}),
+        ]
+        assert [status for status, _ in refusals] == [403] * len(refusals)
+        assert runtime.read_text(1) == before_text
+        assert page.post("/input", b"{", {"X-Pebrel-CSRF": token})[0] == 400
+        status, answer = page.post("/input", body, {"X-Pebrel-CSRF": token})
+        assert status == 200, answer
+        envelope = json.loads(answer)
+        assert envelope["ok"] and envelope["result"]["written_bytes"] == 22, envelope
+        runtime.wait_text(1, "echo typed-in-the-view")
+        after = runtime.pane(1)  # typed, not submitted: no running edge
+        assert after["state_change_seq"] == before["state_change_seq"]
+        status, answer = page.post("/input", typing_body(b"x", pane_id=9), {"X-Pebrel-CSRF": token})
+        assert status == 200 and json.loads(answer)["error"]["code"] == "target_not_found"

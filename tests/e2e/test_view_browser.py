@@ -83,3 +83,20 @@ def test_a_person_logs_in_sees_text_colours_and_the_inbox(
         response = stranger.goto(f"http://127.0.0.1:{served.port}/")
         assert response is not None and response.status == 403
         assert (tmp_path / "view.png").stat().st_size > 10_000
+
+
+def test_with_allow_input_a_clicked_pane_takes_what_is_typed(
+    runtime: Runtime, browser: Any
+) -> None:
+    at_prompt(runtime)
+    runtime.run(1, "echo ready-for-typing")
+    with view(runtime, "--allow-input") as served:
+        page = browser.new_page(viewport={"width": 1200, "height": 700})
+        page.goto(f"http://127.0.0.1:{served.port}{served.login_path}")
+        page.locator(".row span", has_text="ready-for-typing").last.wait_for(timeout=15_000)
+        page.locator("#pane-1-1 .screen").click()
+        page.locator("#pane-1-1.typing").wait_for(timeout=5_000)
+        page.keyboard.type("echo from-the-browser")
+        page.keyboard.press("Enter")
+        runtime.wait_text(1, "\nfrom-the-browser")
+        page.locator(".row span", has_text="from-the-browser").last.wait_for(timeout=15_000)
