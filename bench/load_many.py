@@ -51,6 +51,7 @@ from bench.many_clients import Outcome, Spec, client_main
 from bench.pebrel_side import PebrelPane
 from bench.run import MB, Run, log, poll_text
 from bench.stats import Row, percentile
+from bench.view_page import ViewPage, open_view
 
 #: How long the client processes may take to connect and say they are ready.
 READY_TIMEOUT_S = 60.0
@@ -64,6 +65,7 @@ class Many:
     read_new: Row
     read_ctl: Row
     snapshot: Row
+    read_view: Row
     path: Path
     tmux_server: int = 0
     reasons: dict[str, Counter[str]] = field(default_factory=dict)  # by row key
@@ -72,13 +74,16 @@ class Many:
     ages: list[float] = field(default_factory=list)  # age of the screens Pebrel's reads showed
     ctl_lists: list[float] = field(default_factory=list)  # tmux -C list-panes -a, ms
     ctl_list_failures: Counter[str] = field(default_factory=Counter)
+    #: Pebrel's CPU seconds per measuring window, without and with a view open (#21).
+    cpu: dict[str, list[float]] = field(default_factory=dict)
+    view_notes: list[str] = field(default_factory=list)
 
     @property
     def bench(self) -> Bench:
         return self.run.bench
 
     def rows(self) -> list[Row]:
-        return [self.read_new, self.read_ctl, self.snapshot]
+        return [self.read_new, self.read_ctl, self.snapshot, self.read_view]
 
     def problem(self, text: str) -> None:
         self.problems.append(text)
@@ -142,8 +147,11 @@ def _keep(
         counter.update(failed)
 
 
-def _measure(many: Many, specs: list[Spec], reads: list[Row], lists: list[Row], side: str) -> str:
-    """One measuring window of a side's clients; return a line for the turn's note."""
+def _measure(
+    many: Many, specs: list[Spec], reads: list[Row], lists: list[Row] | None, side: str
+) -> str:
+    """One measuring window of a side's clients; return a line for the turn's note. Lists
+    go to ``lists``, to the notes when it is empty (tmux -C), nowhere when it is None."""
     outcomes, busy = _run_clients(many, specs)
     all_reads = [v for o in outcomes for v in o.reads]
     all_lists = [v for o in outcomes for v in o.lists]
@@ -152,7 +160,7 @@ def _measure(many: Many, specs: list[Spec], reads: list[Row], lists: list[Row], 
     _keep(many, reads, side, all_reads, read_failed)
     if lists:
         _keep(many, lists, side, all_lists, list_failed)
-    else:  # tmux -C list-panes: no row of its own, reported in the notes
+    elif lists is not None:  # tmux -C list-panes: no row of its own, reported in the notes
         many.ctl_lists.extend(all_lists)
         many.ctl_list_failures.update(list_failed)
         many.ctl_list_failures["(requests)"] += len(all_lists)
@@ -187,10 +195,21 @@ def _flood_up(many: Many, who: str, watch: Stopwatch) -> int:
     return cats
 
 
-def _pebrel_turn(many: Many, rep: int) -> None:
+def _cpu_s(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for proc in processes:
+        with contextlib.suppress(psutil.Error):
+            times = proc.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+def _pebrel_turn(many: Many, rep: int, with_view: bool = False) -> None:
     b, cfg = many.bench, many.run.config
     windows: list[int] = []
-    watch = Stopwatch("Pebrel", rep)
+    who = "Pebrel+view" if with_view else "Pebrel"
+    watch = Stopwatch(who, rep)
+    page: ViewPage | None = None
     try:
         with deadline(SETUP_TIMEOUT_S):
             flooded: list[PebrelPane] = []
@@ -204,16 +223,37 @@ def _pebrel_turn(many: Many, rep: int) -> None:
                 b.pebrel.prompt(pane, _loop_command(many.path))
             for pane in flooded:
                 poll_text(functools.partial(b.pebrel.read, pane, 5), FLOOD_NEEDLE)
-        cats = _flood_up(many, "Pebrel", watch)
+        if with_view:
+            page = open_view(b.pebrel)
+        cats = _flood_up(many, who, watch)
         targets = [(pane.window_id, pane.pane_id) for pane in flooded]
         specs = _specs(
             many, "pebrel", pebrel_targets=targets, port=b.pebrel.port, token=b.pebrel.token
         )
-        line = _measure(many, specs, [many.read_new, many.read_ctl], [many.snapshot], "pebrel")
+        runtime = [p for p in b.pebrel.processes() if page is None or p.pid != page.proc.pid]
+        cpu_before, view_before, frames_before = _cpu_s(runtime), 0.0, 0
+        if page is not None:
+            view_before, frames_before = page.cpu_s(), page.frames
+        started = time.monotonic()
+        if with_view:
+            line = _measure(many, specs, [many.read_view], None, "pebrel")
+        else:
+            line = _measure(many, specs, [many.read_new, many.read_ctl], [many.snapshot], "pebrel")
+        window_s = time.monotonic() - started
+        many.cpu.setdefault(who, []).append(_cpu_s(runtime) - cpu_before)
+        if page is not None:
+            frames = page.frames - frames_before
+            line += (
+                f"; the view: {frames / window_s:.1f} frames/s to its page, "
+                f"{page.cpu_s() - view_before:.1f} s CPU of its own"
+            )
+            many.view_notes.extend(page.errors)
         watch.lap("measure")
-        many.turns.append(f"Pebrel turn {rep + 1}: {cats} `cat`s seen at once; {line}")
+        many.turns.append(f"{who} turn {rep + 1}: {cats} `cat`s seen at once; {line}")
     finally:
-        _end_turn(many, watch, "Pebrel", b.pebrel.close_window, windows, b.pebrel.processes)
+        if page is not None:
+            page.close()
+        _end_turn(many, watch, who, b.pebrel.close_window, windows, b.pebrel.processes)
 
 
 def _tmux_turn(many: Many, rep: int) -> None:
@@ -232,7 +272,7 @@ def _tmux_turn(many: Many, rep: int) -> None:
         lines = []
         for kind in ["tmux", "tmux-c"] if rep % 2 == 0 else ["tmux-c", "tmux"]:
             if kind == "tmux":
-                reads, lists = [many.read_new], [many.snapshot]
+                reads, lists = [many.read_new, many.read_view], [many.snapshot]
             else:
                 reads, lists = [many.read_ctl], []
             lines.append(_measure(many, _specs(many, kind, **where), reads, lists, "other"))
@@ -253,6 +293,7 @@ def _rows(run: Run) -> Many:
         ("read_new", "`pane.read`", "tmux capture-pane (new client)"),
         ("read_ctl", "`pane.read`", f"tmux -C capture-pane ({clients})"),
         ("snapshot", "`runtime.snapshot`", "tmux list-panes -a (new client)"),
+        ("read_view", "`pane.read` with `pebrel view` open", "tmux capture-pane (new client)"),
     ]
     rows = {
         name: run.row(
@@ -270,6 +311,7 @@ def _rows(run: Run) -> Many:
         read_new=rows["read_new"],
         read_ctl=rows["read_ctl"],
         snapshot=rows["snapshot"],
+        read_view=rows["read_view"],
         path=run.bench.files / "flood.txt",
     )
 
@@ -301,6 +343,16 @@ def _write_notes(many: Many) -> None:
     for row in many.rows():
         row.note = _row_note(row)
     many.read_new.note = "; ".join([flood, many.read_new.note, *many.turns, *many.problems])
+    plain, viewed = many.read_new.summary("pebrel"), many.read_view.summary("pebrel")
+    if plain is not None and viewed is not None and plain.median > 0:
+        many.read_view.note += (
+            f"; Pebrel's p99 with the view open / without it (the same run's `pane.read` row): "
+            f"{viewed.median / plain.median:.2f}x"
+        )
+    for who, seconds in sorted(many.cpu.items()):
+        per_window = "/".join(f"{value:.1f}" for value in seconds)
+        many.read_view.note += f"; {who}: runtime CPU per measuring window {per_window} s"
+    many.read_view.note += "".join(f"; view stream: {error}" for error in many.view_notes)
     if many.ages:
         ages = (
             "age of the screens Pebrel's reads answered with (ms since `screen_captured_at`): "
@@ -341,11 +393,12 @@ def many_readers(run: Run) -> None:
         turns: list[tuple[str, Callable[[Many, int], None]]] = [
             ("Pebrel", _pebrel_turn),
             ("tmux", _tmux_turn),
+            ("Pebrel+view", functools.partial(_pebrel_turn, with_view=True)),
         ]
         for rep in range(cfg.many_reps):
             for row in many.rows():
                 row.start_rep()
-            for who, turn in turns if rep % 2 == 0 else turns[::-1]:
+            for who, turn in turns[rep % 3 :] + turns[: rep % 3]:
                 try:
                     turn(many, rep)
                 except Exception as exc:

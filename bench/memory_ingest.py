@@ -20,6 +20,7 @@ from bench.pebrel_side import PebrelPane
 from bench.run import MB, MIB, POLL_S, Run, log, poll_text
 from bench.stats import Row
 from bench.tmux_side import TmuxPane
+from bench.view_page import open_view
 
 
 def _sum_memory(pids: list[int]) -> tuple[float, float]:
@@ -68,6 +69,9 @@ def ingestion(run: Run) -> None:
         ("plain", "plain text", data.plain_text),
         ("sgr", "SGR-coloured text", data.sgr_text),
         ("progress", "progress bar (one line rewritten with CR)", data.progress_bar),
+        # #21: the same plain text while `pebrel view` has a page connected (it follows the
+        # pane's screen); tmux ingests it as in the plain row.
+        ("plain_view", "plain text with `pebrel view` open", data.plain_text),
     ]
     rows = {
         key: run.row(
@@ -115,6 +119,7 @@ def ingestion(run: Run) -> None:
                     size: int = size,
                     command: str = command,
                     cpu: Row | None = cpu,
+                    key: str = key,
                 ) -> None:
                     def once() -> float:
                         b.pebrel.settle(ppane)
@@ -129,7 +134,12 @@ def ingestion(run: Run) -> None:
                             cpu.add("pebrel", (_cpu_s(procs) - used) * 1000 / (size / MB))
                         return rate
 
-                    run.sample(row, "pebrel", once)
+                    page = open_view(b.pebrel) if key == "plain_view" else None
+                    try:
+                        run.sample(row, "pebrel", once)
+                    finally:
+                        if page is not None:
+                            page.close()
 
                 def tmux_side(
                     row: Row = row,
