@@ -42,7 +42,7 @@ from pebrel.cli.attach_draw import frame
 from pebrel.cli.event_feed import EventFeed, FeedEnded, panes_named
 from pebrel.cli.options import pane_arg, window_option
 from pebrel.cli.output import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, emit
-from pebrel.client import Client, RuntimeUnavailable, unavailable_envelope
+from pebrel.client import Client, ClientTimeout, RuntimeUnavailable, unavailable_envelope
 from pebrel.envelope import error_response
 from pebrel.errors import ErrorCode, PebrelError
 
@@ -128,6 +128,8 @@ class Session:
             return self._loop()
         except (RuntimeUnavailable, OSError) as exc:
             return f"the runtime is gone ({exc})"
+        except ClientTimeout as exc:
+            return f"the runtime did not answer ({exc})"
         finally:
             self.client.close()
             self.feed.close()

@@ -201,7 +201,7 @@ class RouterApp:
             if self.rt.closing:
                 raise PebrelError(ErrorCode.RUNTIME_UNAVAILABLE, "the runtime is stopping")
             if request.method in USER_ONLY_METHODS:  # the local user's alone (#21)
-                user_input.refuse_caller(await asyncio.shield(self.collab.caller_of(request)))
+                user_input.refuse_caller(await self.collab.placed_caller(request))
             result = await handler(self.rt, request.params)
         except PebrelError as exc:
             ok, error = False, exc.to_wire()

@@ -221,6 +221,15 @@ class CollabLink:
             self.callers[request.connection_id] = known
         return known
 
+    async def placed_caller(self, request: m.HandleRequest) -> dict[str, Any]:
+        """The request's caller (kept per connection), for a method only the user may call;
+        a failure to place it is not kept: the connection's next request tries again."""
+        try:
+            return await asyncio.shield(self.caller_of(request))
+        except Exception:
+            self.callers.pop(request.connection_id, None)
+            raise
+
     def connection_closed(self, connection_id: int) -> None:
         self.callers.pop(connection_id, None)
 
