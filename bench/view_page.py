@@ -77,22 +77,24 @@ def open_view(side: PebrelSide) -> ViewPage:
         raise BenchError(f"pebrel view did not start: {envelope}")
     url = urllib.parse.urlsplit(envelope["result"]["url"])
     page = ViewPage(proc=proc, port=url.port or 0)
-    host = {"Host": f"127.0.0.1:{page.port}"}
-    login = http.client.HTTPConnection("127.0.0.1", page.port, timeout=10)
-    login.request("GET", f"{url.path}?{url.query}", headers=host)
-    answer = login.getresponse()
-    answer.read()
-    login.close()
-    if answer.status != 303:
+    try:
+        host = {"Host": f"127.0.0.1:{page.port}"}
+        login = http.client.HTTPConnection("127.0.0.1", page.port, timeout=10)
+        login.request("GET", f"{url.path}?{url.query}", headers=host)
+        answer = login.getresponse()
+        answer.read()
+        login.close()
+        if answer.status != 303:
+            raise BenchError(f"the view's login link answered {answer.status}")
+        page.cookie = (answer.getheader("Set-Cookie") or "").split(";", 1)[0]
+        page.conn = http.client.HTTPConnection("127.0.0.1", page.port, timeout=60)
+        page.conn.request("GET", "/events", headers={**host, "Cookie": page.cookie})
+        stream = page.conn.getresponse()
+        if stream.status != 200:
+            raise BenchError(f"the view's event stream answered {stream.status}")
+        page.thread = threading.Thread(target=page._read, args=(stream,), daemon=True)
+        page.thread.start()
+        return page
+    except BaseException:
         page.close()
-        raise BenchError(f"the view's login link answered {answer.status}")
-    page.cookie = (answer.getheader("Set-Cookie") or "").split(";", 1)[0]
-    page.conn = http.client.HTTPConnection("127.0.0.1", page.port, timeout=60)
-    page.conn.request("GET", "/events", headers={**host, "Cookie": page.cookie})
-    stream = page.conn.getresponse()
-    if stream.status != 200:
-        page.close()
-        raise BenchError(f"the view's event stream answered {stream.status}")
-    page.thread = threading.Thread(target=page._read, args=(stream,), daemon=True)
-    page.thread.start()
-    return page
+        raise

@@ -13,8 +13,8 @@ as typed, no submit barrier, no running edge (typing into vim does not make the 
   tab); a smaller terminal shows its top-left part. A resize of your terminal redraws.
 - **Inside a pane.** Run from a process inside a Pebrel pane, attach mirrors the screen but
   the runtime refuses its keystrokes (`caller_not_user`). Attach learns that at start (it
-  sends an input of no bytes, which writes nothing and which the runtime answers
-  `caller_not_user` before it looks at the bytes), says "read-only" in the status line, and
+  sends an input of no bytes, which writes nothing: the runtime places the caller before the
+  handler looks at the bytes), says "read-only" in the status line, and
   then also detaches on Ctrl-C or q: an agent cannot press Ctrl-] (pane.send_key has no such
   key).
 - **Keys** are forwarded as your terminal sends them: a program that switched to application
@@ -120,11 +120,12 @@ class Session:
 
     def run(self) -> str:
         """Until detached, the pane closed, or the runtime gone: the reason."""
+        os.set_blocking(self.wake_w, False)  # a signal never blocks on a full pipe
         for sig in (signal.SIGWINCH, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, self._signalled)
-        self.probe()
-        self.draw()
         try:
+            self.probe()
+            self.draw()
             return self._loop()
         except (RuntimeUnavailable, OSError) as exc:
             return f"the runtime is gone ({exc})"
@@ -136,7 +137,8 @@ class Session:
 
     def _signalled(self, signum: int, frame: FrameType | None) -> None:
         self.signals.append(signum)
-        os.write(self.wake_w, b"!")
+        with contextlib.suppress(BlockingIOError):  # already woken
+            os.write(self.wake_w, b"!")
 
     def _loop(self) -> str:
         while True:
@@ -167,24 +169,28 @@ class Session:
                     return ended
 
     def _feed(self) -> str | None:
-        redraw = False
+        changed, status = False, False
         try:
             events = self.feed.read()
         except FeedEnded as exc:
             return str(exc)
         for event in events:
             if event["event"] == "pane.screens":
-                redraw = redraw or self.key in panes_named(event)
+                changed = changed or self.key in panes_named(event)
             elif event["event"] == "runtime.snapshot":
                 pane = find_pane(event["snapshot"], self.key)
                 if pane is None:
                     return "the pane was closed"
-                self.title, self.state = pane["title"], pane["task_state"]
+                seen = (pane["title"], pane["task_state"])
+                status = status or seen != (self.title, self.state)
+                self.title, self.state = seen
                 if pane["exited"]:
                     self.note = f"exited: {pane.get('exit_reason') or ''}"
-                redraw = True
-        if redraw:
-            self.refresh()
+                    status = True
+        if changed:
+            self.refresh()  # asks the pane's new screen, then draws
+        elif status:
+            self.draw()  # the status line only: the screen is the one already drawn
         return None
 
     def probe(self) -> None:
@@ -193,9 +199,10 @@ class Session:
         answer = self.client.call(
             "pane.user_input", {"window_id": window_id, "pane_id": pane_id, "data_b64": PROBE_B64}
         )
-        if answer.get("error", {}).get("code") == ErrorCode.CALLER_NOT_USER:
+        error = answer.get("error", {})
+        if error.get("code") == ErrorCode.CALLER_NOT_USER:
             self.read_only = True
-            self.note = "read-only inside a pane (Ctrl-C or q detaches)"
+            self.note = read_only_note(error)
 
     def type(self, data: bytes) -> None:
         window_id, pane_id = self.key
@@ -208,7 +215,7 @@ class Session:
                 error = answer.get("error", {})
                 self.read_only = error.get("code") == ErrorCode.CALLER_NOT_USER
                 self.note = (
-                    "read-only inside a pane (Ctrl-C or q detaches)"
+                    read_only_note(error)
                     if self.read_only
                     else f"not typed: {error.get('message', '')}"
                 )
@@ -227,7 +234,20 @@ class Session:
         parts = [f" pane {window_id}:{pane_id}", self.title, self.state, "Ctrl-] detaches"]
         if self.note:
             parts.append(self.note)
-        os.write(1, frame(self.screen, size.columns, size.lines, "  ".join(parts)).encode())
+        status = printable("  ".join(parts))  # a title is the pane program's own text
+        os.write(1, frame(self.screen, size.columns, size.lines, status).encode())
+
+
+def read_only_note(error: dict[str, Any]) -> str:
+    caller = error.get("details", {}).get("caller", {})
+    where = "inside a pane" if caller.get("kind") == "pane" else "(caller not placed)"
+    return f"read-only {where}: Ctrl-C or q detaches"
+
+
+def printable(text: str) -> str:
+    """Text without control characters (C0, DEL, C1): nothing in it reaches the terminal as
+    a sequence (a title could otherwise ask the terminal for a reply that attach would type)."""
+    return "".join(ch if ch.isprintable() else " " for ch in text)
 
 
 def find_pane(snapshot: dict[str, Any], key: tuple[int, int]) -> dict[str, Any] | None:

@@ -59,6 +59,8 @@ logger = logging.getLogger(__name__)
 POLL_S = 0.25
 #: The page tokens kept (the oldest is forgotten first: that page must be loaded again).
 PAGE_TOKENS = 64
+#: How long a connection may take to send a request, or the server to send a frame.
+REQUEST_TIMEOUT_S = 30.0
 #: The largest body ``POST /input`` takes.
 INPUT_BODY_MAX = 16 * 1024
 #: A page that leaves this many frames unread is dropped (it reconnects by itself).
@@ -149,6 +151,8 @@ class Poller:
             self._feed = None
             self._snapshot = None
             self._dirty.clear()
+            # Unwatched meanwhile: every pane's screen is asked anew with the next feed.
+            self._screens.clear()
 
     def _call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         if self._client is None:
@@ -194,12 +198,12 @@ class Poller:
             key = pane_key(pane)
             if key in self._screens and (key not in self._dirty or pane["exited"]):
                 continue  # unchanged, or exited: its last screen stays as it was
-            self._dirty.discard(key)
             ids = {"window_id": pane["window_id"], "pane_id": pane["pane_id"]}
             try:
                 shown = self._call("pane.screen", ids)
             except RuntimeError:
-                continue  # gone or exited meanwhile: the next snapshot says so
+                continue  # gone or exited meanwhile (the next snapshot says so); else again
+            self._dirty.discard(key)
             self._screens[key] = changed_screens[key] = _screen_part(shown)
         self._dirty &= live
         for gone in set(self._screens) - live:
@@ -286,7 +290,8 @@ class ViewServer(ThreadingHTTPServer):
         #: How to reach the runtime for input (None: read-only).
         self.typist = typist
         self._typing_client: Client | None = None
-        self._typing_lock = threading.Lock()
+        self._typing_lock = threading.Lock()  # one input at a time, in order
+        self._tokens_lock = threading.Lock()
         self.page_tokens: dict[str, str] = {}  # CSRF token -> the session it was given to
         self.port: int = self.server_address[1]
         self.login_secret: str | None = secrets.token_urlsafe(32)
@@ -302,7 +307,7 @@ class ViewServer(ThreadingHTTPServer):
         if self.typist is None:
             return self.page
         token = secrets.token_urlsafe(32)
-        with self._typing_lock:
+        with self._tokens_lock:
             self.page_tokens[token] = session
             while len(self.page_tokens) > PAGE_TOKENS:
                 del self.page_tokens[next(iter(self.page_tokens))]
@@ -311,7 +316,7 @@ class ViewServer(ThreadingHTTPServer):
         )
 
     def token_ok(self, offered: str, session: str) -> bool:
-        with self._typing_lock:
+        with self._tokens_lock:
             owner = next(
                 (
                     owner
@@ -330,11 +335,12 @@ class ViewServer(ThreadingHTTPServer):
                 if self._typing_client is None:
                     self._typing_client = self.typist()
                 return self._typing_client.call("pane.user_input", params)
-            except (OSError, RuntimeError) as exc:
+            except Exception as exc:  # no runtime, no answer in time, a broken connection
                 if self._typing_client is not None:
                     self._typing_client.close()
                     self._typing_client = None
-                return {"ok": False, "error": {"code": "runtime_unavailable", "message": str(exc)}}
+                message = f"the runtime did not take the input: {exc}"
+                return {"ok": False, "error": {"code": "runtime_unavailable", "message": message}}
 
     @property
     def login_url(self) -> str:
@@ -355,6 +361,8 @@ class ViewServer(ThreadingHTTPServer):
 class ViewHandler(BaseHTTPRequestHandler):
     server: ViewServer
     protocol_version = "HTTP/1.1"
+    #: A request (or a body) that does not arrive in this many seconds ends its connection.
+    timeout = REQUEST_TIMEOUT_S
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("view: " + format, *args)
@@ -390,16 +398,16 @@ class ViewHandler(BaseHTTPRequestHandler):
             or urllib.parse.urlsplit(self.path).path != "/input"
             or not self.server.token_ok(self.headers.get("X-Pebrel-CSRF", ""), session)
         ):
-            self.close_connection = True  # its body is not read
-            self._refuse()
+            self._refuse(close=True)  # its body is not read
             return
         try:
             length = int(self.headers.get("Content-Length", ""))
         except ValueError:
             length = -1
         if not 0 < length <= INPUT_BODY_MAX:
-            self.close_connection = True
-            self._send(HTTPStatus.BAD_REQUEST, "text/plain; charset=utf-8", b"bad length\n")
+            self._send(
+                HTTPStatus.BAD_REQUEST, "text/plain; charset=utf-8", b"bad length\n", close=True
+            )
             return
         try:
             body = json.loads(self.rfile.read(length))
@@ -408,7 +416,7 @@ class ViewHandler(BaseHTTPRequestHandler):
                 "pane_id": int(body["pane_id"]),
                 "data_b64": str(body["data_b64"]),
             }
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, OverflowError, RecursionError):
             self._send(HTTPStatus.BAD_REQUEST, "text/plain; charset=utf-8", b"bad body\n")
             return
         answer = self.server.type_into(params)
@@ -450,11 +458,14 @@ class ViewHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def _refuse(self) -> None:
-        self._send(HTTPStatus.FORBIDDEN, "text/plain; charset=utf-8", b"forbidden\n")
+    def _refuse(self, close: bool = False) -> None:
+        self._send(HTTPStatus.FORBIDDEN, "text/plain; charset=utf-8", b"forbidden\n", close)
 
-    def _send(self, status: HTTPStatus, kind: str, body: bytes) -> None:
+    def _send(self, status: HTTPStatus, kind: str, body: bytes, close: bool = False) -> None:
         self.send_response(status)
+        if close:  # a body left unread: this connection takes no further request
+            self.close_connection = True
+            self.send_header("Connection", "close")
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")

@@ -222,13 +222,17 @@ class CollabLink:
         return known
 
     async def placed_caller(self, request: m.HandleRequest) -> dict[str, Any]:
-        """The request's caller (kept per connection), for a method only the user may call;
-        a failure to place it is not kept: the connection's next request tries again."""
+        """The request's caller, for a method only the user may call. Only the user is kept
+        for the connection: a failure, or a caller not placed as the user (a lookup can miss a
+        connection while /proc/net/tcp changes under it), is looked up again next time."""
         try:
-            return await asyncio.shield(self.caller_of(request))
+            caller = await asyncio.shield(self.caller_of(request))
         except Exception:
             self.callers.pop(request.connection_id, None)
             raise
+        if caller.get("kind") != "user":
+            self.callers.pop(request.connection_id, None)
+        return caller
 
     def connection_closed(self, connection_id: int) -> None:
         self.callers.pop(connection_id, None)

@@ -47,7 +47,7 @@ def test_a_screen_subscriber_hears_which_pane_changed(runtime: Runtime) -> None:
         for event in events:
             assert problems(event, "#/$defs/screens_event") == []
         named = {(p["window_id"], p["pane_id"]) for e in events for p in e["panes"]}
-        assert (1, 2) in named and (1, 1) not in named
+        assert (1, 2) in named  # (pane 1 may publish too: the split resized it)
         captured = max(
             p["screen_captured_at"] for e in events for p in e["panes"] if p["pane_id"] == 2
         )

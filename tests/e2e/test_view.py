@@ -268,7 +268,12 @@ def test_input_needs_the_page_token_cookie_and_origin(runtime: Runtime) -> None:
         ]
         assert [status for status, _ in refusals] == [403] * len(refusals)
         assert runtime.read_text(1) == before_text
-        assert page.post("/input", b"{", {"X-Pebrel-CSRF": token})[0] == 400
+        for bad in (
+            b"{",
+            b'{"window_id": 1e999, "pane_id": 1, "data_b64": ""}',
+            b"[" * 5000 + b"]" * 5000,
+        ):
+            assert page.post("/input", bad, {"X-Pebrel-CSRF": token})[0] == 400
         status, answer = page.post("/input", body, {"X-Pebrel-CSRF": token})
         assert status == 200, answer
         envelope = json.loads(answer)
