@@ -39,7 +39,7 @@ import click
 
 from pebrel.cli import params
 from pebrel.cli.attach_draw import frame
-from pebrel.cli.event_feed import EventFeed, FeedEnded, panes_named
+from pebrel.cli.event_feed import EventFeed, FeedEnded, panes_named, snapshot_panes
 from pebrel.cli.options import pane_arg, window_option
 from pebrel.cli.output import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, emit
 from pebrel.client import Client, ClientTimeout, RuntimeUnavailable, unavailable_envelope
@@ -50,9 +50,6 @@ from pebrel.errors import ErrorCode, PebrelError
 DETACH_KEY = b"\x1d"
 #: What else detaches a read-only attach: Ctrl-C and q.
 READ_ONLY_DETACH = (b"\x03", b"q")
-#: An input of no bytes: the runtime refuses a caller inside a pane before it looks at the
-#: bytes (`caller_not_user`), and the user's is refused as empty (`invalid_params`).
-PROBE_B64 = ""
 READ_BYTES = 4096
 
 
@@ -77,9 +74,8 @@ def attach(pane_id: int, window_id: int | None) -> None:
     except (RuntimeUnavailable, OSError) as exc:
         emit(unavailable_envelope(str(exc)), False)
         sys.exit(EXIT_UNAVAILABLE)
-    first = client.call(
-        "pane.screen", params.pane_screen(window_id=window_id, pane_id=pane_id).params
-    )
+    request = params.pane_screen(window_id=window_id, pane_id=pane_id)
+    first = client.call(request.method, request.params)
     if not first.get("ok"):
         emit(first, False)
         sys.exit(EXIT_ERROR)
@@ -195,11 +191,11 @@ class Session:
 
     def probe(self) -> None:
         """Whether this process may type into panes (not when it runs inside one)."""
+        # An input of no bytes: the runtime refuses a caller inside a pane before it looks at
+        # the bytes (`caller_not_user`), and the user's is refused as empty (`invalid_params`).
         window_id, pane_id = self.key
-        answer = self.client.call(
-            "pane.user_input", {"window_id": window_id, "pane_id": pane_id, "data_b64": PROBE_B64}
-        )
-        error = answer.get("error", {})
+        probe = params.pane_user_input(window_id=window_id, pane_id=pane_id, data=b"")
+        error = self.client.call(probe.method, probe.params).get("error", {})
         if error.get("code") == ErrorCode.CALLER_NOT_USER:
             self.read_only = True
             self.note = read_only_note(error)
@@ -223,7 +219,8 @@ class Session:
                 return
 
     def refresh(self) -> None:
-        answer = self.client.call("pane.screen", {"window_id": self.key[0], "pane_id": self.key[1]})
+        request = params.pane_screen(window_id=self.key[0], pane_id=self.key[1])
+        answer = self.client.call(request.method, request.params)
         if answer.get("ok"):
             self.screen = answer["result"]
         self.draw()
@@ -251,10 +248,6 @@ def printable(text: str) -> str:
 
 
 def find_pane(snapshot: dict[str, Any], key: tuple[int, int]) -> dict[str, Any] | None:
-    for window in snapshot["windows"]:
-        for tab in window["tabs"]:
-            for pane in tab["panes"]:
-                if (pane["window_id"], pane["pane_id"]) == key:
-                    found: dict[str, Any] = pane
-                    return found
-    return None
+    return next(
+        (p for p in snapshot_panes(snapshot) if (p["window_id"], p["pane_id"]) == key), None
+    )

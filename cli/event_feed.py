@@ -51,6 +51,13 @@ class EventFeed:
         self.client.close()
 
 
+def snapshot_panes(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every pane record of a snapshot, window by window, tab by tab."""
+    return [
+        pane for window in snapshot["windows"] for tab in window["tabs"] for pane in tab["panes"]
+    ]
+
+
 def panes_named(event: dict[str, Any]) -> set[tuple[int, int]]:
     """The panes a `pane.screens` event names."""
     return {(int(p["window_id"]), int(p["pane_id"])) for p in event.get("panes", [])}

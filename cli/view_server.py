@@ -50,7 +50,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 
-from pebrel.cli.event_feed import EventFeed, panes_named
+from pebrel.cli.event_feed import EventFeed, panes_named, snapshot_panes
 from pebrel.client import Client
 
 logger = logging.getLogger(__name__)
@@ -186,12 +186,7 @@ class Poller:
             return {}
         self.polls += 1
         snapshot = self._snapshot
-        panes = [
-            pane
-            for window in snapshot["windows"]
-            for tab in window["tabs"]
-            for pane in tab["panes"]
-        ]
+        panes = snapshot_panes(snapshot)
         live = {pane_key(pane) for pane in panes}
         changed_screens: dict[str, Any] = {}
         for pane in panes:

@@ -37,7 +37,7 @@ class AnswerSync:
         self.keeps = False  # the adapter may hold some reusable answer
         self.reads: dict[tuple[int, int], set[int]] = {}  # pane key -> line counts it may hold
         rt.on_answers_stale = self.stale
-        rt.on_screen_published = self.published
+        rt.screen_listeners.append(self.published)
 
     def answered(self, request: m.HandleRequest, result: EncodedResult) -> bool:
         """Whether the answer to ``request`` may be kept by the adapter (noted if so)."""

@@ -121,7 +121,8 @@ def screen_published(rt: Runtime, pane: Pane, fact: m.ScreenPublished) -> bool:
     size = link.size if link is not None and link.size is not None else (pane.cols, pane.rows)
     pane.screen = fact
     pane.screen_current = (fact.cols, fact.rows) == size and fact.inputs >= pane.inputs_written
-    rt.on_screen_published(pane)
+    for listener in rt.screen_listeners:
+        listener(pane)
     return False  # nothing a client sees in the snapshot changed
 
 

@@ -57,8 +57,9 @@ class Runtime:
         #: Called when answers the frontend may have kept go stale: a revision (None), or
         #: a pane's screen.
         self.on_answers_stale: Callable[[Pane | None], None] = lambda pane: None
-        #: Called when a pane's worker published a new screen (its kept reads are dropped).
-        self.on_screen_published: Callable[[Pane], None] = lambda pane: None
+        #: Called when a pane's worker published a new screen (its kept reads are dropped;
+        #: screen subscribers are told).
+        self.screen_listeners: list[Callable[[Pane], None]] = []
         #: Called when hook or program evidence says a pane's agent finished its turn.
         self.turn_listeners: list[Callable[[Pane], None]] = []
         self.delegations = Delegations(self.state)  # agent.delegate's book (R9.6)

@@ -30,13 +30,7 @@ class ScreenFeed:
         self.changed: dict[tuple[int, int], float] = {}
         self.timer: asyncio.TimerHandle | None = None
         self.last_sent = 0.0
-        then = rt.on_screen_published
-
-        def published(pane: Pane) -> None:
-            then(pane)
-            self.published(pane)
-
-        rt.on_screen_published = published
+        rt.screen_listeners.append(self.published)
 
     def subscribe(self, connection_id: int) -> None:
         self.subscribers.add(connection_id)

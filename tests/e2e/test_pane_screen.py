@@ -15,6 +15,18 @@ from tests.e2e.test_schema import problems
 
 pytestmark = pytest.mark.timeout(60)
 
+#: The wire's default look: default colours, no attribute.
+DEFAULT_STYLE: dict[str, Any] = {
+    "fg": None,
+    "bg": None,
+    "bold": False,
+    "italic": False,
+    "underline": False,
+    "strikethrough": False,
+    "inverse": False,
+    "blink": False,
+}
+
 PAINT = (
     r"printf '\033[1;31mRED\033[0m plain \033[38;5;20mIDX\033[0m \033[38;2;1;2;3;48;2;250;0;9m"
     r"TRUE\033[0m \033[4;7mUI\033[0m \033[3;9mIS\033[0m 中文!\n'"
@@ -45,16 +57,7 @@ def test_colours_attributes_and_wide_characters(runtime: Runtime) -> None:
     assert problems(shown, "#/methods/pane.screen/result") == []
     row = dict(painted_row(shown))
     default = shown["styles"][0]
-    assert default == {
-        "fg": None,
-        "bg": None,
-        "bold": False,
-        "italic": False,
-        "underline": False,
-        "strikethrough": False,
-        "inverse": False,
-        "blink": False,
-    }
+    assert default == DEFAULT_STYLE
     assert row["RED"]["fg"] == "red" and row["RED"]["bold"]
     assert row[" plain "] == default
     assert row["IDX"]["fg"] == "#0000d7"  # 256-colour 20

@@ -7,17 +7,9 @@ from typing import Any
 
 from pebrel.cli.attach_cmd import printable
 from pebrel.cli.attach_draw import clip_runs, colour_codes, frame, sgr
+from tests.e2e.test_pane_screen import DEFAULT_STYLE
 
-DEFAULT: dict[str, Any] = {
-    "fg": None,
-    "bg": None,
-    "bold": False,
-    "italic": False,
-    "underline": False,
-    "strikethrough": False,
-    "inverse": False,
-    "blink": False,
-}
+DEFAULT = DEFAULT_STYLE
 
 
 def test_styles_become_sgr() -> None:
