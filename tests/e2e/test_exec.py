@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from pebrel.router.handlers.exec import capture, utf8_tail
-from tests.conftest import Runtime, at_prompt, processes_of, wait_for
+from tests.conftest import Runtime, at_prompt, processes_of, prompt_read, wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -98,7 +98,7 @@ def test_exec_never_touches_the_pane(runtime: Runtime) -> None:
     """R6.3: an exec is not on the PTY: grid, history and state_change_seq do not move."""
     at_prompt(runtime)
     runtime.run(1, "echo before-exec")
-    before = runtime.ok("pane.read", {"window_id": 1, "pane_id": 1, "lines": 200})
+    before = prompt_read(runtime, lines=200)  # the next prompt drawn: nothing more to come
     seq = runtime.pane(1)["state_change_seq"]
     exec_(runtime, ["sh", "-c", "echo exec-output; echo exec-error >&2"])
     after = runtime.ok("pane.read", {"window_id": 1, "pane_id": 1, "lines": 200})

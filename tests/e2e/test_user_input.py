@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Runtime, at_prompt
+from tests.conftest import Runtime, at_prompt, prompt_read
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -70,13 +70,13 @@ def test_bad_bytes_are_refused_and_nothing_is_written(
     runtime: Runtime, data_b64: str, why: str
 ) -> None:
     at_prompt(runtime)
-    before = runtime.read_text(1)
+    before = prompt_read(runtime)["text"]
     envelope = runtime.call("pane.user_input", {"pane_id": 1, "data_b64": data_b64})
     assert envelope["ok"] is False
     error = envelope["error"]
     assert error["code"] == "invalid_params" and why in error["message"], error
     assert error["details"]["written"] is False
-    assert runtime.read_text(1) == before
+    assert prompt_read(runtime)["text"] == before
 
 
 def test_unknown_and_exited_panes(runtime: Runtime) -> None:
@@ -96,7 +96,7 @@ def test_a_caller_inside_a_pane_is_refused(runtime: Runtime, tmp_path: Path) -> 
     split = runtime.ok("pane.split", {"pane_id": 1, "direction": "right"})
     pane_id = split["pane_id"]
     at_prompt(runtime, pane_id)
-    before = runtime.read_text(1)
+    before = prompt_read(runtime)["text"]
     out = tmp_path / "answer.json"
     script = (
         "import json; from pathlib import Path; from pebrel.client import Client; "
@@ -112,4 +112,4 @@ def test_a_caller_inside_a_pane_is_refused(runtime: Runtime, tmp_path: Path) -> 
     assert error["code"] == "caller_not_user", error
     assert error["details"]["caller"] == {"kind": "pane", "window_id": 1, "pane_id": pane_id}
     assert error["details"]["written"] is False
-    assert runtime.read_text(1) == before
+    assert prompt_read(runtime)["text"] == before

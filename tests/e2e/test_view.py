@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import PEBREL, Runtime, at_prompt, wait_for
+from tests.conftest import PEBREL, Runtime, at_prompt, prompt_read, wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -240,18 +240,18 @@ def typing_body(text: bytes, pane_id: int = 1) -> bytes:
 
 def test_a_read_only_view_refuses_every_post(runtime: Runtime) -> None:
     at_prompt(runtime)
-    before = runtime.read_text(1)
+    before = prompt_read(runtime)["text"]
     with view(runtime) as page:
         page.login()
         assert page.page_token() == ""
         status, _ = page.post("/input", typing_body(b"echo nope"), {"X-Pebrel-CSRF": "x"})
         assert status == 403
-    assert runtime.read_text(1) == before
+    assert prompt_read(runtime)["text"] == before
 
 
 def test_input_needs_the_page_token_cookie_and_origin(runtime: Runtime) -> None:
     at_prompt(runtime)
-    before_text, before = runtime.read_text(1), runtime.pane(1)
+    before_text, before = prompt_read(runtime)["text"], runtime.pane(1)
     with view(runtime, "--allow-input") as page:
         page.login()
         token = page.page_token()
@@ -267,7 +267,7 @@ def test_input_needs_the_page_token_cookie_and_origin(runtime: Runtime) -> None:
             page.post("/other", body, {"X-Pebrel-CSRF": token}),
         ]
         assert [status for status, _ in refusals] == [403] * len(refusals)
-        assert runtime.read_text(1) == before_text
+        assert prompt_read(runtime)["text"] == before_text
         for bad in (
             b"{",
             b'{"window_id": 1e999, "pane_id": 1, "data_b64": ""}',
