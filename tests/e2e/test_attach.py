@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import PEBREL, Runtime, at_prompt, wait_for
+from tests.conftest import PEBREL, Runtime, at_prompt, prompt_read, wait_for
 
 pytestmark = [
     pytest.mark.timeout(90),
@@ -124,11 +124,11 @@ def test_attach_inside_a_pebrel_pane_only_shows(runtime: Runtime) -> None:
     runtime.ok("pane.prompt", {"pane_id": viewer, "text": "pebrel attach 1"})
     runtime.wait_text(viewer, "read-only inside a pane")
     assert "in-pane-one" in runtime.read_text(viewer)
-    before = runtime.read_text(1)
+    before = prompt_read(runtime)["text"]
     runtime.ok("pane.prompt", {"pane_id": viewer, "text": "x", "submit": False})
     runtime.ok("pane.prompt", {"pane_id": viewer, "text": "q", "submit": False})
     runtime.wait_text(viewer, "[detached from pane 1:1: detached]")
-    assert runtime.read_text(1) == before  # nothing was typed into pane 1
+    assert prompt_read(runtime)["text"] == before  # nothing was typed into pane 1
 
 
 def test_attach_refusals(runtime: Runtime) -> None:
