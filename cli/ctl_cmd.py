@@ -37,7 +37,7 @@ from pebrel.cli.options import (
     wait_timeout_option,
     window_option,
 )
-from pebrel.cli.output import call, exec_call, submit_then_wait
+from pebrel.cli.output import call, exec_call, refuse_remote_paste, submit_then_wait
 
 #: ctl commands that live in other modules ("module:attribute").
 LAZY_COMMANDS = {
@@ -264,6 +264,8 @@ def paste(
     """pane.paste (exactly one of --text, --stdin, --from-file; --wait as for prompt)."""
     check_submit_wait(no_submit, wait_state)
     data = read_paste_text(text, from_stdin, from_file)
+    if from_stdin or from_file is not None:
+        refuse_remote_paste(window_id, pane_id, "--stdin" if from_stdin else "--from-file", pretty)
     req = params.pane_paste(window_id=window_id, pane_id=pane_id, text=data, submit=not no_submit)
     submit_then_wait(req, wait_state, timeout_ms, pretty, params.pane_wait_after)
 

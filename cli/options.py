@@ -92,8 +92,28 @@ confirm_option = click.option("--confirm", is_flag=True, help="Close even if som
 def absolute_cwd(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A `--cwd` made absolute against the CLI's own directory: the runtime runs elsewhere, so
     a relative path would name another directory there (or be refused). An empty value is
-    passed on as given, for the runtime to refuse."""
+    passed on as given, for the runtime to refuse. For an SSH shell (`--shell`, processed
+    first) the directory is on the remote host: passed on as given (R11.1)."""
+    if value and remote_shell(ctx.params.get("shell")):
+        return value
     return os.path.abspath(value) if value else value
+
+
+def remote_shell(shell: str | None) -> bool:
+    """Whether a shell id names an SSH pane: ``ssh:...``, or an ssh profile of settings.toml."""
+    from pebrel.datadir import data_dir
+    from pebrel.settings import SettingsError, load_settings
+    from pebrel.shellids import SSH_PREFIX
+
+    if not shell:
+        return False
+    if shell.startswith(SSH_PREFIX):
+        return True
+    try:
+        profile = load_settings(data_dir()).profiles.get(shell)
+    except (SettingsError, OSError):
+        return False  # the runtime says what is wrong with its settings
+    return profile is not None and profile.ssh is not None
 
 
 def cwd_option(help: str | None = None) -> Callable[[CommandFunc], CommandFunc]:
@@ -102,7 +122,8 @@ def cwd_option(help: str | None = None) -> Callable[[CommandFunc], CommandFunc]:
 
 
 def shell_option(help: str | None = None) -> Callable[[CommandFunc], CommandFunc]:
-    return click.option("--shell", help=help)
+    # Eager: --cwd's callback needs it (an SSH shell's --cwd is a remote directory).
+    return click.option("--shell", is_eager=True, help=help)
 
 
 def direction_option(required: bool) -> Callable[[CommandFunc], CommandFunc]:

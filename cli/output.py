@@ -136,3 +136,37 @@ def exec_call(req: Request, exit_code: bool, pretty: bool) -> NoReturn:
         finish(envelope, pretty)
     emit(envelope, pretty)
     sys.exit(exec_exit_status(envelope))
+
+
+def refuse_remote_paste(window_id: int | None, pane_id: int, source: str, pretty: bool) -> None:
+    """Refuse to forward a local file or stdin into an SSH pane (R11.1): the remote host would
+    get this machine's content. Text given on the command line is the caller's own choice."""
+    from pebrel.cli import params
+    from pebrel.envelope import error_response
+    from pebrel.errors import ErrorCode, PebrelError
+
+    try:
+        snapshot = request(params.runtime_snapshot())
+    except Unreachable as exc:
+        emit(exc.envelope, pretty)
+        sys.exit(exc.status)
+    for window in snapshot.get("result", {}).get("windows", []):
+        for tab in window["tabs"]:
+            for pane in tab["panes"]:
+                if pane["pane_id"] != pane_id or pane.get("remote") is not True:
+                    continue
+                if window_id is not None and window["window_id"] != window_id:
+                    continue
+                error = PebrelError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"pane {pane_id} is an SSH pane: local content from {source} is not "
+                    "forwarded to a remote host; pass the text itself",
+                    {
+                        "window_id": window["window_id"],
+                        "pane_id": pane_id,
+                        "remote": True,
+                        "field": source,
+                        "written": False,
+                    },
+                )
+                finish(error_response(None, error), pretty)

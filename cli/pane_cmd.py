@@ -51,6 +51,7 @@ from pebrel.cli.output import (
     emit,
     exec_call,
     finish,
+    refuse_remote_paste,
     request,
     submit_then_wait,
 )
@@ -309,6 +310,8 @@ def paste(
     """Bracketed paste of multi-line text (and Enter); with --wait, wait until it settles."""
     check_submit_wait(no_submit, wait_state)
     data = read_paste_text(text, from_stdin, from_file)
+    if from_stdin or from_file is not None:
+        refuse_remote_paste(window_id, pane_id, "--stdin" if from_stdin else "--from-file", pretty)
     req = params.pane_paste(window_id=window_id, pane_id=pane_id, text=data, submit=not no_submit)
     submit_then_wait(req, wait_state, timeout_ms, pretty, params.pane_wait_after)
 

@@ -19,7 +19,7 @@ CONTRACT: dict[str, str] = {
     "PEBREL_PANE_ID": "the calling pane's id within its window",
     "PEBREL_CLI": "absolute path of the pebrel CLI (local panes only)",
     "PEBREL_BIN_DIR": "directory of PEBREL_CLI, prepended to PATH (local panes only)",
-    "PEBREL_PANE_REMOTE": "'1' in SSH panes (not supported in this version)",
+    "PEBREL_PANE_REMOTE": "'1' in SSH panes (set on the remote host; local panes lack it)",
 }
 ALIAS_PREFIX = "NEBULA_"
 #: Entries Pebrel adds to WSLENV so WSL translates the paths (Windows hosts).
@@ -109,6 +109,25 @@ def pane_env(
     return env
 
 
+def remote_pane_env(
+    *, window_id: int, pane_id: int, explicit: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """What an SSH pane's remote shell gets (R11.1, R7): its identity and PEBREL_PANE_REMOTE=1,
+    never PEBREL_CLI, PEBREL_BIN_DIR or the data dir (they name this machine's files). Set in
+    the command the connection executes: a stock sshd refuses environment requests."""
+    env = {
+        "TERM_PROGRAM": "pebrel",
+        "TERM_PROGRAM_VERSION": __version__,
+        "PEBREL_WINDOW_ID": str(window_id),
+        "PEBREL_PANE_ID": str(pane_id),
+        "PEBREL_PANE_REMOTE": "1",
+    }
+    env.update(explicit or {})
+    for key in [k for k in env if k.startswith("PEBREL_")]:
+        env[ALIAS_PREFIX + key[len("PEBREL_") :]] = env[key]
+    return env
+
+
 def describe_env() -> dict[str, Any]:
     """The `env` section of `runtime.describe`."""
     return {
@@ -119,4 +138,9 @@ def describe_env() -> dict[str, Any]:
         "legacy_fallback": ["NEBULA_CLI", "NEBULA_PANE_ID", "NEBULA_WINDOW_ID"],
         "wslenv_entries": list(WSLENV_ENTRIES),
         "local_only": ["PEBREL_CLI", "PEBREL_BIN_DIR"],
+        #: SSH panes (R11.1): what their remote shell gets, set in the command it runs.
+        "remote_panes": {
+            "set": sorted(remote_pane_env(window_id=1, pane_id=1)),
+            "never_set": ["PEBREL_CLI", "PEBREL_BIN_DIR", "PEBREL_DATA_DIR"],
+        },
     }

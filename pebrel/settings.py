@@ -1,4 +1,8 @@
-"""`settings.toml` in the data dir: default shell, scrollback, shell profiles, screen rules."""
+"""`settings.toml` in the data dir: default shell, scrollback, shell profiles, screen rules.
+
+A profile is either a local command (``argv``) or an SSH target (``ssh = {host, user?, port?,
+identity_file?, known_hosts?}``, R11.1), never both.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +17,26 @@ from pebrel.screenrules import load_rules
 
 
 @dataclass(frozen=True, slots=True)
+class SshTarget:
+    """Where an SSH pane connects (R11.1); None fields take their defaults at connect time
+    (the local user, port 22, ``~/.ssh/known_hosts``, the agent's and the default keys)."""
+
+    host: str
+    user: str | None = None
+    port: int = 22
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    #: Inject Pebrel's bash integration into the remote shell (real exit codes).
+    integration: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Profile:
     id: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    ssh: SshTarget | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +74,13 @@ def load_settings(directory: Path) -> Settings:
     for pid, spec in (raw.get("profiles") or {}).items():
         if not isinstance(spec, dict):
             raise SettingsError(f"profiles.{pid} must be a table")
-        argv = spec.get("argv")
-        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        ssh = _ssh_target(pid, spec)
+        argv = spec.get("argv", [] if ssh is not None else None)
+        if ssh is not None and argv:
+            raise SettingsError(f"profiles.{pid} takes either argv or ssh, not both")
+        if ssh is None and (
+            not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv)
+        ):
             raise SettingsError(f"profiles.{pid}.argv must be a non-empty list of strings")
         env = spec.get("env", {})
         if not isinstance(env, dict) or not all(
@@ -66,7 +90,7 @@ def load_settings(directory: Path) -> Settings:
         cwd = spec.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise SettingsError(f"profiles.{pid}.cwd must be a string")
-        profiles[pid] = Profile(id=pid, argv=list(argv), env=dict(env), cwd=cwd)
+        profiles[pid] = Profile(id=pid, argv=list(argv or []), env=dict(env), cwd=cwd, ssh=ssh)
     screen_rules = raw.get("screen_rules", [])
     try:
         load_rules(screen_rules)
@@ -78,3 +102,46 @@ def load_settings(directory: Path) -> Settings:
         profiles=profiles,
         screen_rules=[dict(rule) for rule in screen_rules],
     )
+
+
+_SSH_KEYS = frozenset({"host", "user", "port", "identity_file", "known_hosts"})
+
+
+def _ssh_target(pid: str, spec: dict[str, Any]) -> SshTarget | None:
+    """The profile's ``ssh`` table, validated (None without one)."""
+    integration = spec.get("integration", False)
+    if not isinstance(integration, bool):
+        raise SettingsError(f"profiles.{pid}.integration must be true or false")
+    raw = spec.get("ssh")
+    if raw is None:
+        if integration:
+            raise SettingsError(f"profiles.{pid}.integration applies to ssh profiles only")
+        return None
+    if not isinstance(raw, dict):
+        raise SettingsError(f"profiles.{pid}.ssh must be a table")
+    unknown = sorted(set(raw) - _SSH_KEYS)
+    if unknown:
+        raise SettingsError(f"profiles.{pid}.ssh has unknown keys: {', '.join(unknown)}")
+    host = raw.get("host")
+    if not isinstance(host, str) or not valid_host(host):
+        raise SettingsError(f"profiles.{pid}.ssh.host must be a host name or address")
+    for name in ("user", "identity_file", "known_hosts"):
+        value = raw.get(name)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise SettingsError(f"profiles.{pid}.ssh.{name} must be a non-empty string")
+    port = raw.get("port", 22)
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        raise SettingsError(f"profiles.{pid}.ssh.port must be an integer in 1..65535")
+    return SshTarget(
+        host=host,
+        user=raw.get("user"),
+        port=port,
+        identity_file=raw.get("identity_file"),
+        known_hosts=raw.get("known_hosts"),
+        integration=integration,
+    )
+
+
+def valid_host(host: str) -> bool:
+    """A host name or address an SSH pane may name: no spaces, controls, slashes or '@'."""
+    return bool(host) and len(host) <= 255 and all(c.isprintable() and c not in " /@" for c in host)

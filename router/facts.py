@@ -145,6 +145,19 @@ def pane_exited(rt: Runtime, pane: Pane, fact: m.PaneExited) -> bool:
     return True
 
 
+def ssh_phase(rt: Runtime, pane: Pane, fact: m.SshPhase) -> bool:
+    """An SSH pane's phase: a revision of its own; reads and writes follow it (R11.1)."""
+    if pane.ssh is None:
+        return False
+    pane.ssh["phase"] = fact.phase
+    if fact.error is not None:
+        pane.ssh["error"] = fact.error
+    else:
+        pane.ssh.pop("error", None)
+    rt.drop_kept_reads(pane)
+    return True
+
+
 def _about_pane(cls: type[F], apply: Callable[[Runtime, Pane, F], bool]) -> Handler:
     """The handler of a fact about a pane the router has, or is starting (else dropped);
     ``cls`` is the table's key, named here so that mypy checks ``apply`` takes that type."""
@@ -179,6 +192,7 @@ HANDLERS: Mapping[type[m.Message], Handler] = {
     m.ScreenPending: _about_pane(m.ScreenPending, screen_pending),
     m.ScreenMatched: _about_pane(m.ScreenMatched, screen_matched),
     m.PaneExited: _about_pane(m.PaneExited, pane_exited),
+    m.SshPhase: _about_pane(m.SshPhase, ssh_phase),
 }
 
 

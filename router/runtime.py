@@ -26,6 +26,7 @@ from pebrel.router.forkserver import ForkServer
 from pebrel.router.links import WorkerLink
 from pebrel.router.state import Pane, RouterState, Window
 from pebrel.settings import Settings
+from pebrel.shellids import ShellChoice
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +113,13 @@ class Runtime:
         asyncio.get_running_loop().call_later(SUBMIT_CONFIRM_MS / 1000 + 0.01, expire)
 
     # -- a new pane's cwd ----------------------------------------------------------------------
+    def start_dir(self, shell: ShellChoice, cwd: str | None, default: str | None) -> str | None:
+        """A new pane's directory: ``cwd``, else the shell profile's, else ``default``. An SSH
+        pane's is a directory on the remote host, taken as given ("": the remote home)."""
+        if shell.ssh is not None:
+            return cwd or shell.cwd or ""
+        return self.check_cwd(cwd) or self.check_cwd(shell.cwd) or default
+
     def check_cwd(self, cwd: str | None) -> str | None:
         if cwd is None:
             return None

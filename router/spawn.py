@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from pebrel import fdlimit
 from pebrel import messages as m
-from pebrel.envcontract import pane_env
+from pebrel.envcontract import pane_env, remote_pane_env
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.router import links
 from pebrel.router.adapter_limits import RateLimitedLog
 from pebrel.router.links import WorkerLink, WorkerProcess
 from pebrel.router.state import Pane, Window
-from pebrel.shellids import ShellChoice
+from pebrel.shellids import ShellChoice, ssh_config
 
 if TYPE_CHECKING:
     from pebrel.router.runtime import Runtime
@@ -56,13 +56,20 @@ async def spawn_pane(
     pane = Pane(
         window_id=window.window_id,
         pane_id=pane_id,
-        shell=shell.argv[0],
+        shell=shell.argv[0] if shell.ssh is None else shell.shell_id,
         shell_id=shell.shell_id,
         cwd=cwd,
         cols=cols,
         rows=rows,
     )
-    env = pane_env(rt.base_env, window_id=window.window_id, pane_id=pane_id, explicit=shell.env)
+    ssh: dict[str, Any] | None = None
+    if shell.ssh is None:
+        env = pane_env(rt.base_env, window_id=window.window_id, pane_id=pane_id, explicit=shell.env)
+    else:
+        env = remote_pane_env(window_id=window.window_id, pane_id=pane_id, explicit=shell.env)
+        ssh = ssh_config(shell.ssh, rt.base_env, rt.data_dir)
+        pane.ssh = {"host": ssh["host"], "port": ssh["port"], "user": ssh["user"]}
+        pane.ssh["phase"] = "resolving"
     config = {
         "endpoint": rt.endpoint,
         "window_id": window.window_id,
@@ -76,6 +83,7 @@ async def spawn_pane(
         "scrollback_lines": rt.settings.scrollback_lines,
         "screen_rules": rt.settings.screen_rules,
         "log_path": str(rt.data_dir / "runtime.log"),
+        "ssh": ssh,
     }
     loop = asyncio.get_running_loop()
     assert rt.forkserver is not None
@@ -103,7 +111,7 @@ async def spawn_pane(
         # The shell runs: answer now. The worker connects a moment later; requests to it
         # wait for that (links.request), and if it dies first the pane is marked exited.
         rt.starting.pop(pane.key, None)
-        pane.pid = reply.shell_pid
+        pane.pid = reply.shell_pid or None  # an SSH pane has no local shell (0)
         pane.worker_pid = reply.pid
         pane.integrated = pane.tracker.integrated = reply.integrated
         link.started.add_done_callback(_retrieved)

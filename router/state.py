@@ -70,6 +70,12 @@ class Pane:
     program_mapped: TaskState | None = None
     # When a kept read of this pane was last given (by the router or, as reported, the adapter).
     read_used: float = float("-inf")
+    #: An SSH pane's connection (R11.1): {host, port, user, phase, error?}; None: a local pane.
+    ssh: dict[str, Any] | None = None
+
+    @property
+    def remote(self) -> bool:
+        return self.ssh is not None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -219,7 +225,8 @@ class RouterState:
             "exited": pane.exited,
             "exit_reason": pane.exit_reason,
             "last_exit_code": pane.tracker.last_exit_code,
-            "remote": False,
+            "remote": pane.ssh is not None,
+            **({"ssh": dict(pane.ssh)} if pane.ssh is not None else {}),
             "program_status": pane.program_status,
             "progress": program_status.progress_of(pane.program_status),
             **({"agent": self.pane_agent(pane)} if pane.agents.session is not None else {}),

@@ -25,12 +25,13 @@ from pebrel.workers.foreground import ForegroundTracker
 from pebrel.workers.osc import OscEvent, OscScanner
 from pebrel.workers.oscfacts import OscFacts
 from pebrel.workers.promptwrites import PROMPT_MARKS, PromptWrites
-from pebrel.workers.pty import PosixPty
+from pebrel.workers.pty import PosixPty, Terminal
 from pebrel.workers.publisher import ScreenPublisher, needs_screen, needs_screen_now
 from pebrel.workers.screen import PaneScreen
 from pebrel.workers.screenwatch import ScreenRuleWatch
 from pebrel.workers.shellkey import KEY_FILE_VAR, ShellKey
 from pebrel.workers.shells import launch_spec
+from pebrel.workers.ssh import SshPty
 from pebrel.workers.status_records import STATUS_OSC_CODES, StatusRecords
 from pebrel.workers.writes import PtyWriter
 from pebrel.zmqio import NOBLOCK, Inbox, incoming, worker_connection
@@ -75,6 +76,20 @@ class Worker:
         integrated = ends_with_b = False
         #: The secret the shell's integration puts in its marks (None: no integration).
         self.key: ShellKey | None = None
+        if config.ssh is not None:
+            # An SSH pane: it connects once the worker can report its phases (run()).
+            if config.integrate:
+                self.key = ShellKey()  # handed to the remote bash by workers/ssh_remote.py
+                integrated = ends_with_b = True
+            self.integrated = integrated
+            self.ends_prompts_with_b = ends_with_b
+            self.pty: Terminal = SshPty(
+                config.ssh, env, config.cwd, config.cols, config.rows, self.key
+            )
+            if on_spawned is not None:
+                on_spawned(self.pty.pid, integrated)
+            self._build(config)
+            return
         if config.integrate:
             spec = launch_spec(argv[0], env)
             argv, integrated, ends_with_b = spec.argv, spec.integrated, spec.ends_prompts_with_b
@@ -250,6 +265,9 @@ class Worker:
         # that left takes its status report with it.
         self.status.foreground(pgid)
 
+    def _ssh_phase(self, phase: str, error: str | None) -> None:
+        self.send(m.SshPhase(**self._ids(), phase=phase, error=error))
+
     def _send_screen_match(self, rule_id: str | None, state: str | None) -> None:
         self.send(m.ScreenMatched(**self._ids(), rule_id=rule_id, state=state))
 
@@ -269,7 +287,11 @@ class Worker:
         code = status.exit_code if status else None
         sig = status.signal if status else None
         reason = (
-            f"shell exited with status {code}" if sig is None else f"shell killed by signal {sig}"
+            status.reason
+            if status is not None and status.reason
+            else f"shell exited with status {code}"
+            if sig is None
+            else f"shell killed by signal {sig}"
         )
         logger.info("shell exited", extra={**self._ids(), "exit_code": code})
         self.send(m.PaneExited(**self._ids(), exit_code=code, signal=sig, reason=reason))
@@ -324,6 +346,8 @@ class Worker:
             )
         )
         loop.add_reader(self.pty.fd, self.on_readable)
+        if isinstance(self.pty, SshPty):
+            self.pty.start(self._ssh_phase)
         self.execs.install(loop)
         if self.own_signals:
             for sig in STOP_SIGNALS:

@@ -26,6 +26,8 @@ class WorkerConfig:
     log_path: str
     #: `[[screen_rules]]` from settings, matched before the shipped rules.
     screen_rules: list[dict[str, Any]] = field(default_factory=list)
+    #: An SSH pane's target (pebrel.shellids.ssh_config); None: a local shell from ``argv``.
+    ssh: dict[str, Any] | None = None
 
 
 def screen_rules(config: WorkerConfig) -> list[Rule]:

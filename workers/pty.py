@@ -21,6 +21,7 @@ import signal
 import struct
 import termios
 from dataclasses import dataclass
+from typing import Protocol
 
 from ptyprocess import PtyProcess
 
@@ -38,6 +39,25 @@ _RESET_SIGNALS = tuple(
 class ExitStatus:
     exit_code: int | None
     signal: int | None
+    #: Why the pane ended, when the backend knows better than the status (an SSH pane).
+    reason: str | None = None
+
+
+class Terminal(Protocol):
+    """What a pane worker needs of its terminal; PosixPty here, SshPty (workers/ssh.py) for an
+    SSH pane, a pywinpty one on Windows would be a third."""
+
+    fd: int  # readable when output (or EOF) is waiting
+    pid: int  # the local shell's pid (0: none, an SSH pane)
+
+    def read(self, size: int = 65536) -> bytes | None: ...
+    def waiting(self) -> int: ...
+    def write(self, data: bytes) -> int: ...
+    def resize(self, cols: int, rows: int) -> None: ...
+    def foreground_pgid(self) -> int | None: ...
+    def reap(self) -> ExitStatus | None: ...
+    def kill(self) -> None: ...
+    def close_fd(self) -> None: ...
 
 
 def _set_size(fd: int, cols: int, rows: int) -> None:

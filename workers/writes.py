@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pebrel import messages as m
-from pebrel.workers.pty import PosixPty
+from pebrel.workers.pty import Terminal
 
 WRITE_DEADLINE_S = 10.0
 
@@ -33,7 +33,7 @@ class PendingWrite:
 
 class PtyWriter:
     def __init__(
-        self, pty: PosixPty, send: Callable[[m.Message], None], exited: Callable[[], bool]
+        self, pty: Terminal, send: Callable[[m.Message], None], exited: Callable[[], bool]
     ) -> None:
         self.pty = pty
         self.send = send

@@ -65,6 +65,7 @@ from pebrel.messages.facts import (
     ScreenPending,
     ScreenPublished,
     ShellMarked,
+    SshPhase,
     TitleChanged,
 )
 from pebrel.messages.frontend import (
@@ -137,6 +138,7 @@ __all__ = [
     "SendKey",
     "ShellMarked",
     "SnapshotChanged",
+    "SshPhase",
     "StopCollab",
     "StopFrontend",
     "StreamDecoder",

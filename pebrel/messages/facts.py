@@ -145,6 +145,16 @@ class PaneExited(PaneFact):
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class SshPhase(PaneFact):
+    """An SSH pane's connection moved to ``phase`` (R11.1): resolving, connecting,
+    authenticating, opening_shell, ready or failed (then ``error`` says why)."""
+
+    type: ClassVar[str] = "ssh_phase"
+    phase: str
+    error: str | None
+
+
 MESSAGES: tuple[type[Message], ...] = (
     PaneStarted,
     PaneStartFailed,
@@ -158,4 +168,5 @@ MESSAGES: tuple[type[Message], ...] = (
     ScreenPending,
     ScreenMatched,
     PaneExited,
+    SshPhase,
 )

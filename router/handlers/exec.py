@@ -30,6 +30,7 @@ from pebrel.model import (
 )
 from pebrel.router import links
 from pebrel.router.handlers import Handler, Result
+from pebrel.router.handlers.input_common import remote_details
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
 
@@ -114,6 +115,12 @@ async def exec_(rt: Runtime, params: PaneExecParams) -> Result:
     """
     argv, limit, timeout_ms = _check_exec_params(params)
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    if pane.remote:
+        raise PebrelError(
+            ErrorCode.REMOTE_EXEC_UNSUPPORTED,
+            f"pane {pane.pane_id} is an SSH pane: pane.exec runs programs on this machine only",
+            remote_details(pane),
+        )
     link = rt.links.get(pane.key)
     if pane.exited or link is None:
         raise PebrelError(
@@ -232,6 +239,12 @@ async def procs(rt: Runtime, params: PaneProcsParams) -> Result:
     An exited pane has `root_pid` null and no processes.
     """
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    if pane.remote:
+        raise PebrelError(
+            ErrorCode.REMOTE_PROCESS_UNAVAILABLE,
+            f"pane {pane.pane_id} is an SSH pane: its remote process tree is not visible here",
+            remote_details(pane),
+        )
     if pane.exited or pane.pid is None:
         return {**_ids(pane), "root_pid": None, "processes": []}
     loop = asyncio.get_running_loop()

@@ -41,7 +41,7 @@ from pebrel.router.handlers.agent_start import (
     start_argv,
     wait_ready,
 )
-from pebrel.router.handlers.input_common import pane_ids
+from pebrel.router.handlers.input_common import pane_ids, remote_details
 from pebrel.router.handlers.tab import open_tab
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
@@ -67,11 +67,11 @@ def source_of(rt: Runtime, params: AgentForkParams) -> tuple[str, int]:
         raise invalid("pass exactly one of source_pane_id and source_cwd", {})
     if pane_id is not None:
         pane = rt.state.pane(params.get("window_id"), pane_id)
-        if getattr(pane, "remote", False) is True:
+        if pane.remote:
             raise PebrelError(
                 ErrorCode.REMOTE_WORKTREE_UNSUPPORTED,
-                "a worktree cannot be created for a remote pane",
-                pane_ids(pane),
+                f"pane {pane.pane_id} is an SSH pane: a worktree cannot be made on its host",
+                remote_details(pane),
             )
         return pane.cwd, pane.window_id
     assert isinstance(cwd, str)

@@ -30,8 +30,37 @@ def pane_ids(pane: Pane) -> dict[str, int]:
     return {"window_id": pane.window_id, "pane_id": pane.pane_id}
 
 
+def require_ssh_ready(pane: Pane, extra: dict[str, Any] | None = None) -> None:
+    """Refuse to read or write an SSH pane before its connection is ready or after it failed
+    (`ssh_not_ready`, R11.1): its screen then holds no remote output, only what the connection
+    said (a prompt for a password, an error), which must never pass for the remote program's."""
+    ssh = pane.ssh
+    if ssh is not None and ssh["phase"] != "ready":
+        error = ssh.get("error")
+        raise PebrelError(
+            ErrorCode.SSH_NOT_READY,
+            f"SSH pane {pane.pane_id} is not ready ({ssh['phase']}"
+            + (f": {error})" if error else ")"),
+            {
+                **pane_ids(pane),
+                "host": ssh["host"],
+                "phase": ssh["phase"],
+                **({"error": error} if error else {}),
+                **(extra or {}),
+            },
+        )
+
+
+def remote_details(pane: Pane) -> dict[str, Any]:
+    """The details of a refusal of what a local runtime cannot do for an SSH pane (R11.1)."""
+    assert pane.ssh is not None
+    return {**pane_ids(pane), "remote": True, "host": pane.ssh["host"]}
+
+
 def require_live(pane: Pane, extra: dict[str, Any] | None = None) -> None:
-    """Refuse input to a pane whose shell has exited (`invalid_state`)."""
+    """Refuse input to an SSH pane that is not ready (`ssh_not_ready`), or to a pane whose
+    shell has exited (`invalid_state`)."""
+    require_ssh_ready(pane, extra)
     if pane.exited:
         raise PebrelError(
             ErrorCode.INVALID_STATE,

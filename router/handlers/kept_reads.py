@@ -13,7 +13,7 @@ from pebrel import messages as m
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.model import READ_LINES_MAX_BYTES
 from pebrel.router import links
-from pebrel.router.handlers.input_common import pane_ids, worker_link
+from pebrel.router.handlers.input_common import pane_ids, require_ssh_ready, worker_link
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import KeptRead, Pane
 
@@ -23,6 +23,7 @@ READS_KEPT = 4
 
 async def kept_read(rt: Runtime, pane: Pane, lines: int) -> KeptRead:
     """The answer to a read of ``lines`` lines of ``pane`` as the router has its screen."""
+    require_ssh_ready(pane)
     kept = published_read(pane, lines)
     if kept is not None:
         return kept

@@ -29,10 +29,10 @@ async def split_pane(
     """Split ``target``; the new pane is second in the split and gets focus."""
     direction = DIRECTIONS[direction_word]
     shell = shell_for(rt, shell_id)
-    directory = rt.check_cwd(cwd) or rt.check_cwd(shell.cwd)
+    directory = rt.start_dir(shell, cwd, None)
     if directory is None:
-        # The split pane's cwd, unless that directory is gone by now.
-        exists = os.path.isabs(target.cwd) and os.path.isdir(target.cwd)
+        # The split pane's cwd, unless that directory is gone by now (or on another host).
+        exists = not target.remote and os.path.isabs(target.cwd) and os.path.isdir(target.cwd)
         directory = target.cwd if exists else rt.launch_cwd
     window, _, tab = rt.state.locate(target)
     # Started at the size it will have in the split: a resize right after would make the new

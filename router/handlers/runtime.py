@@ -23,8 +23,10 @@ FEATURES = (
     "shell.integration.bash",
     "shell.integration.zsh",
     "shell.integration.fish",
+    "ssh_panes",
+    "ssh_panes.integration.bash",
 )
-NOT_SUPPORTED = ("ssh_panes", "windows_host")
+NOT_SUPPORTED = ("windows_host",)
 
 
 async def describe(rt: Runtime, params: NoParams) -> Result:

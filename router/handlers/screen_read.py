@@ -26,13 +26,14 @@ from pebrel.method_params import PaneScreenParams
 from pebrel.model import READ_LINES_MAX_BYTES
 from pebrel.router import links
 from pebrel.router.handlers import Method, Result
-from pebrel.router.handlers.input_common import pane_ids, worker_link
+from pebrel.router.handlers.input_common import pane_ids, require_ssh_ready, worker_link
 from pebrel.router.runtime import Runtime
 from pebrel.router.state import Pane
 
 
 async def grid_result(rt: Runtime, pane: Pane, state: Result) -> Result:
     """pane.read's result with ``screen: true``; ``state`` is the pane's state part."""
+    require_ssh_ready(pane)
     answer = await links.request(
         worker_link(rt, pane), rt.send, lambda rid: m.ReadGrid(request_id=rid)
     )
@@ -66,6 +67,7 @@ async def grid_result(rt: Runtime, pane: Pane, state: Result) -> Result:
 async def screen(rt: Runtime, params: PaneScreenParams) -> Result:
     """pane.screen: the visible screen, runs of cells with their styles, and the cursor."""
     pane = rt.state.pane(params.get("window_id"), params["pane_id"])
+    require_ssh_ready(pane)
     answer = await links.request(
         worker_link(rt, pane), rt.send, lambda rid: m.ReadStyled(request_id=rid)
     )

@@ -24,7 +24,8 @@ async def open_tab(
 ) -> Pane:
     """A new active tab in ``window`` with one pane; the size defaults to the active tab's."""
     shell = shell_for(rt, shell_id)
-    directory = rt.check_cwd(cwd) or rt.check_cwd(shell.cwd) or rt.launch_cwd
+    directory = rt.start_dir(shell, cwd, rt.launch_cwd)
+    assert directory is not None
     current = window.tabs[window.active_tab] if window.tabs else None
     if cols is None:
         cols = current.cols if current else DEFAULT_TAB_COLS

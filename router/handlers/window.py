@@ -43,7 +43,8 @@ async def open_window(
     rows: int = DEFAULT_TAB_ROWS,
 ) -> Result:
     shell = shell_for(rt, shell_id)
-    directory = rt.check_cwd(cwd) or rt.check_cwd(shell.cwd) or rt.launch_cwd
+    directory = rt.start_dir(shell, cwd, rt.launch_cwd)
+    assert directory is not None
     window = Window(window_id=rt.state.allocate_window_id())
     pane = await spawn_pane(rt, window, shell, directory, cols, rows)
     window.tabs.append(new_tab(pane.pane_id, cols, rows))
