@@ -6,7 +6,8 @@ side by side with tmux. The long runs are tools of their own, each named by the 
 - `python -m bench chaos [--minutes N]`: kills and stops under load (bench/chaos.py);
 - `python -m bench limits`: panes, connections and a wrong-token burst (bench/limits.py);
 - `python -m bench collab`: collab writes against raw SQLite, reads in a burst (bench/collab.py);
-- `python -m bench integration`: the event stream's latency and rate (bench/integration_events.py).
+- `python -m bench integration`: the event stream's latency and rate (bench/integration_events.py);
+- `python -m bench ssh`: SSH panes against `ssh -tt` in tmux on a loopback server (bench/ssh.py).
 
 Only a full run (every phase, not --quick) writes bench/RESULTS.md by default: a partial run
 prints its table and writes a file only where --out says, so it never replaces the full table.
@@ -66,6 +67,10 @@ def _tool(name: str) -> Callable[[list[str]], int] | None:
         from bench import limits
 
         return limits.main
+    if name == "ssh":
+        from bench import ssh
+
+        return ssh.main
     return None
 
 

@@ -304,7 +304,12 @@ class RouterApp:
         loop.call_soon(self.receive)
         trim = loop.create_task(self.heap.run())
         self.frontend_port = loop.create_future()
-        forkserver = ForkServer(str(self.data_dir / LOG_FILE), self.endpoint, self.rt.worker_exited)
+        forkserver = ForkServer(
+            str(self.data_dir / LOG_FILE),
+            self.endpoint,
+            self.rt.worker_exited,
+            preload_ssh=any(p.ssh is not None for p in self.rt.settings.profiles.values()),
+        )
         forkserver.start()
         self.rt.forkserver = forkserver
         assert forkserver.pid is not None

@@ -30,6 +30,7 @@ from pebrel.entrypoints import module_argv
 from pebrel.errors import ErrorCode, PebrelError
 from pebrel.messages import MessageError
 from pebrel.messages.forkserver import (
+    PRELOAD_SSH_VAR,
     ChildExited,
     ForkFailed,
     ForkRecord,
@@ -110,8 +111,11 @@ class ForkServer:
         log_path: str,
         endpoint: str,
         on_exit: Callable[[int, int | None, str | None], None],
+        preload_ssh: bool = False,
     ) -> None:
         self.log_path = log_path
+        #: settings.toml has SSH profiles: the fork server imports asyncssh for its workers.
+        self.preload_ssh = preload_ssh
         self.endpoint = endpoint
         self.on_exit = on_exit
         self.proc: subprocess.Popen[bytes] | None = None
@@ -144,7 +148,11 @@ class ForkServer:
                     close_fds=True,
                     pass_fds=(theirs.fileno(),),
                     start_new_session=True,
-                    env={**os.environ, **fdlimit.original_env()},
+                    env={
+                        **os.environ,
+                        **fdlimit.original_env(),
+                        PRELOAD_SSH_VAR: "1" if self.preload_ssh else "",
+                    },
                 )
                 proctree.OWN_CHILDREN.add(self.proc.pid)  # never taken for an orphan
         except BaseException:

@@ -30,6 +30,7 @@ import time
 from pebrel import fdlimit, injection, proctree
 from pebrel.messages import MessageError
 from pebrel.messages.forkserver import (
+    PRELOAD_SSH_VAR,
     ChildExited,
     ForkFailed,
     ForkRecord,
@@ -248,6 +249,8 @@ def _warm_caches() -> None:
     shipped_rules()  # ~3 ms: the shipped screen rules, parsed and compiled
     for shell in ("bash", "zsh", "fish"):
         launch_spec(shell, os.environ)  # ~1 ms for bash: reads the binary for SYS_BASHRC
+    if os.environ.pop(PRELOAD_SSH_VAR, "") == "1":
+        import asyncssh  # noqa: F401 (~0.1 s an SSH pane's worker would spend at its start)
 
 
 def main() -> None:

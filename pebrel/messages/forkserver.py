@@ -25,6 +25,10 @@ from typing import Any, ClassVar
 
 from pebrel.messages.codec import MessageError
 
+#: Set to "1" in the fork server's environment when settings.toml has SSH profiles: it
+#: imports asyncssh before forking workers, so an SSH pane's worker does not (~0.1 s).
+PRELOAD_SSH_VAR = "PEBREL_FORKSERVER_PRELOAD_SSH"
+
 
 @dataclass(frozen=True, slots=True)
 class ForkRecord:

@@ -240,7 +240,7 @@ def test_what_a_local_runtime_cannot_do_for_a_remote_pane_is_refused(
     # Local content is not forwarded into a remote pane; the text itself is.
     local = tmp_path / "local.txt"
     local.write_text("secret\nlines\n")
-    before = rt.ok("pane.read", {"pane_id": pane_id})["text"]
+    before = prompt_drawn(rt, pane_id)
     refused = rt.cli("pane", "paste", str(pane_id), "--from-file", str(local))
     assert refused.code == 1, refused
     envelope = json.loads(refused.stdout)
@@ -248,7 +248,7 @@ def test_what_a_local_runtime_cannot_do_for_a_remote_pane_is_refused(
     assert envelope["error"]["details"]["field"] == "--from-file"
     refused = rt.cli("ctl", "paste", "--pane", str(pane_id), "--stdin")  # stdin: /dev/null
     assert refused.code == 1 and json.loads(refused.stdout)["error"]["details"]["remote"] is True
-    assert rt.ok("pane.read", {"pane_id": pane_id})["text"] == before
+    assert prompt_drawn(rt, pane_id) == before
     # A relative --cwd of an SSH shell is a remote directory, passed on as given.
     made = rt.ok("pane.run", {"pane_id": 1, "command": f"mkdir -p {host.home}/sub-dir"})
     assert made["exit_code"] == 0
