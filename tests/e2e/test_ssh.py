@@ -10,6 +10,8 @@ environment contract, exit codes with and without integration, and 16 panes to o
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -315,3 +317,55 @@ def test_the_shorthand_uses_the_default_known_hosts_and_keys(rt: Runtime, host: 
     assert pane["shell"] == shorthand
     for bad in ("ssh:", "ssh:@host", "ssh:host:0", "ssh:host:x", "ssh:a b"):
         assert rt.error("tab.new", {"shell": bad})["code"] == "invalid_shell", bad
+
+
+def test_resizes_reach_the_remote_pty_and_an_exit_keeps_the_last_screen(
+    rt: Runtime, host: SshHost
+) -> None:
+    pane_id = new_tab(rt, "buildi")
+    assert settled_phase(rt, pane_id)["ssh"]["phase"] == "ready"
+    before = record(rt, pane_id)
+    assert rt.ok("pane.run", {"pane_id": pane_id, "command": "stty size"})["exit_code"] == 0
+    rt.wait_text(pane_id, f"{before['rows']} {before['cols']}")
+    split = rt.ok("pane.split", {"pane_id": pane_id, "direction": "right"})
+    assert record(rt, split["pane_id"])["remote"] is False  # a split without shell is local
+    after = record(rt, pane_id)
+    assert after["cols"] < before["cols"]
+    rt.ok("pane.run", {"pane_id": pane_id, "command": "clear; stty size"})
+    rt.wait_text(pane_id, f"{after['rows']} {after['cols']}")
+    rt.ok("pane.prompt", {"pane_id": pane_id, "text": "exit 3"})
+    wait_for(lambda: record(rt, pane_id)["exited"], 15, "the remote shell's exit")
+    pane = record(rt, pane_id)
+    assert pane["exit_reason"] == "remote shell exited with status 3", pane
+    assert pane["ssh"]["phase"] == "ready"  # it ended by itself: the connection did not fail
+    assert "exit 3" in rt.ok("pane.read", {"pane_id": pane_id})["text"]
+    error = rt.error("pane.prompt", {"pane_id": pane_id, "text": "echo more"})
+    assert error["code"] == "invalid_state" and error["details"]["exited"] is True
+
+
+def test_a_key_from_the_agent(host: SshHost, runtime_env: dict[str, str], tmp_path: Path) -> None:
+    """No identity_file, no default key: the key comes from a real ssh-agent."""
+    agent_bin, add_bin = shutil.which("ssh-agent"), shutil.which("ssh-add")
+    if agent_bin is None or add_bin is None:
+        pytest.skip("no ssh-agent")
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen([agent_bin, "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        wait_for(sock.exists, 10, "the agent's socket")
+        env = {**runtime_env, "SSH_AUTH_SOCK": str(sock)}
+        added = subprocess.run(
+            [add_bin, str(host.client_key)], env=env, capture_output=True, timeout=10
+        )
+        assert added.returncode == 0, added
+        profile = (
+            f'[profiles.viaagent]\nssh = {{ host = "127.0.0.1", port = {host.port}, '
+            f'known_hosts = "{host.known_hosts}" }}\n'
+        )
+        (Path(env["PEBREL_DATA_DIR"]) / "settings.toml").write_text(profile)
+        with started_runtime(env) as rt:
+            pane_id = new_tab(rt, "viaagent")
+            assert settled_phase(rt, pane_id)["ssh"]["phase"] == "ready", record(rt, pane_id)
+            prompt_drawn(rt, pane_id)
+    finally:
+        agent.terminate()
+        agent.wait(10)
