@@ -35,6 +35,7 @@ from pebrel.datadir import (
 )
 from pebrel.entrypoints import module_argv
 from pebrel.envelope import ok_response
+from pebrel.integration_wire import remove_left_socket
 
 START_TIMEOUT_S = 30.0
 #: `status` values: a runtime answers, runs but does not answer, or none runs (a stale
@@ -206,6 +207,7 @@ def _stop(directory: Path) -> dict[str, Any]:
     if pid is None:  # no runtime runs: whatever a killed one left is removed
         (directory / PORT_FILE).unlink(missing_ok=True)
         runtimelock.remove_ipc_dir(directory)
+        remove_left_socket(directory)
         stale = {"stale": True} if info is not None else {}
         return ok_response(None, {"status": STOPPED, "was_running": False, **stale})
     if pid == 0:
@@ -219,5 +221,6 @@ def _stop(directory: Path) -> dict[str, Any]:
     if info is not None:
         remove_port_file(directory, info.runtime_id)
     runtimelock.remove_ipc_dir(directory)
+    remove_left_socket(directory)  # the tree is gone: a socket there is a dead service's
     result = {"status": STOPPED, "was_running": True, "pid": pid, "forced": forced}
     return ok_response(None, {**result, "answered": answering})

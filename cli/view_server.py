@@ -193,6 +193,8 @@ class Poller:
             key = pane_key(pane)
             if key in self._screens and (key not in self._dirty or pane["exited"]):
                 continue  # unchanged, or exited: its last screen stays as it was
+            if pane.get("ssh", {}).get("phase", "ready") != "ready":
+                continue  # an SSH pane not (or no longer) connected has no remote screen
             ids = {"window_id": pane["window_id"], "pane_id": pane["pane_id"]}
             try:
                 shown = self._call("pane.screen", ids)

@@ -8,8 +8,10 @@ per line (docs/integration.md, "The integration socket").
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -31,6 +33,15 @@ RequestId = int | str
 def socket_path(data_dir: Path | str) -> str:
     """`<data_dir>/integration.sock`."""
     return os.path.join(os.fspath(data_dir), SOCKET_NAME)
+
+
+def remove_left_socket(data_dir: Path | str) -> None:
+    """Remove the integration socket a collab service left (killed, it could not): call it
+    only once no service of this data dir runs. Anything but a socket is left alone."""
+    path = socket_path(data_dir)
+    with contextlib.suppress(OSError):
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
 
 
 def path_problem(data_dir: Path | str) -> str | None:

@@ -34,9 +34,16 @@ def shell_key_file(endpoint: str, worker_pid: int) -> str | None:
     runtime's end removes the ipc dir with whatever is in it. None for an endpoint that is not
     in an ipc dir (the key file then goes to the temp dir).
     """
+    directory = ipc_dir_of(endpoint)
+    return None if directory is None else os.path.join(directory, f"key-{worker_pid}")
+
+
+def ipc_dir_of(endpoint: str) -> str | None:
+    """The runtime's private ipc dir (0700, removed at the runtime's end), from the router's
+    ipc `endpoint`; None for an endpoint that is not in one."""
     if not endpoint.startswith(IPC_SCHEME):
         return None
-    return os.path.join(os.path.dirname(endpoint[len(IPC_SCHEME) :]), f"key-{worker_pid}")
+    return os.path.dirname(endpoint[len(IPC_SCHEME) :])
 
 
 def hold(directory: Path) -> int | None:

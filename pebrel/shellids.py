@@ -108,10 +108,10 @@ def parse_ssh_shell(shell: str) -> SshTarget:
     return SshTarget(host=host, user=user or None, port=port)
 
 
-def ssh_config(target: SshTarget, env: Mapping[str, str], data_dir: Path) -> dict[str, Any]:
+def ssh_config(target: SshTarget, env: Mapping[str, str], slots_dir: Path) -> dict[str, Any]:
     """What an SSH pane's worker needs to connect (JSON): the target with its defaults filled
     in (the local user, ``~/.ssh/known_hosts``), the agent's socket, and where the runtime's
-    SSH panes share their limit of connections starting at once per host."""
+    SSH panes share their limit of connections starting at once per host (its ipc dir)."""
     home = env.get("HOME") or os.path.expanduser("~")
 
     def expand(path: str | None) -> str | None:
@@ -127,5 +127,5 @@ def ssh_config(target: SshTarget, env: Mapping[str, str], data_dir: Path) -> dic
         "known_hosts": expand(target.known_hosts) or os.path.join(home, ".ssh", "known_hosts"),
         "integration": target.integration,
         "agent_path": env.get("SSH_AUTH_SOCK"),
-        "slots_dir": str(data_dir),
+        "slots_dir": str(slots_dir),
     }

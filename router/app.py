@@ -43,6 +43,7 @@ from pebrel.datadir import (
 )
 from pebrel.envelope import EncodedResult
 from pebrel.errors import ErrorCode, PebrelError, internal_error
+from pebrel.integration_wire import remove_left_socket
 from pebrel.link import Link, open_link, start_linked_process
 from pebrel.router import collab_link, eager, facts
 from pebrel.router.answer_sync import AnswerSync
@@ -346,6 +347,7 @@ class RouterApp:
         self.answers.stale()  # from here on every request is refused
         remove_port_file(self.data_dir, rt.state.runtime_id)
         await asyncio.gather(rt.close_panes(list(rt.state.panes.values())), self.collab.stop())
+        remove_left_socket(self.data_dir)  # a service killed meanwhile could not remove it
         for link in list(rt.links.values()):
             link.proc.kill()
         if self.frontend is not None:

@@ -115,9 +115,9 @@ class Runtime:
     # -- a new pane's cwd ----------------------------------------------------------------------
     def start_dir(self, shell: ShellChoice, cwd: str | None, default: str | None) -> str | None:
         """A new pane's directory: ``cwd``, else the shell profile's, else ``default``. An SSH
-        pane's is a directory on the remote host, taken as given ("": the remote home)."""
+        pane's is a directory on the remote host, taken as given ("~": the remote home)."""
         if shell.ssh is not None:
-            return cwd or shell.cwd or ""
+            return cwd or shell.cwd or "~"
         return self.check_cwd(cwd) or self.check_cwd(shell.cwd) or default
 
     def check_cwd(self, cwd: str | None) -> str | None:

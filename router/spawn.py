@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pebrel import fdlimit
+from pebrel import fdlimit, runtimelock
 from pebrel import messages as m
 from pebrel.envcontract import pane_env, remote_pane_env
 from pebrel.errors import ErrorCode, PebrelError
@@ -67,7 +69,9 @@ async def spawn_pane(
         env = pane_env(rt.base_env, window_id=window.window_id, pane_id=pane_id, explicit=shell.env)
     else:
         env = remote_pane_env(window_id=window.window_id, pane_id=pane_id, explicit=shell.env)
-        ssh = ssh_config(shell.ssh, rt.base_env, rt.data_dir)
+        # Its connection slots' lock files: in the ipc dir, gone with the runtime.
+        slots = runtimelock.ipc_dir_of(rt.endpoint) or tempfile.gettempdir()
+        ssh = ssh_config(shell.ssh, rt.base_env, Path(slots))
         pane.ssh = {"host": ssh["host"], "port": ssh["port"], "user": ssh["user"]}
         pane.ssh["phase"] = "resolving"
     config = {

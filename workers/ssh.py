@@ -16,8 +16,8 @@ remote shell's exit status is ``failed``, and the pane exits with the reason.
 
 A stock sshd drops unauthenticated connections past ``MaxStartups`` (10): the SSH panes of one
 runtime start at most ``SLOTS_PER_HOST`` connections to one host at a time (a lock file per
-slot in the data dir, held until authentication ends; a dead worker's lock is released by the
-kernel).
+slot in the runtime's private ipc dir, held until authentication ends; a dead worker's lock is
+released by the kernel).
 """
 
 from __future__ import annotations

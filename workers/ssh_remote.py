@@ -58,7 +58,7 @@ def remote_command(env: dict[str, str], cwd: str, rc: RemoteRc | None) -> str:
             assigns.append("PEBREL_BASH_SYSTEM_RC=read")
         shell = f"bash --rcfile {directory}/rc -i"
     command = f"exec env {' '.join(assigns)} {shell}"
-    return f"{cd_command(cwd)} && {command}" if cwd else command
+    return f"{cd_command(cwd)} && {command}" if cwd not in ("", "~") else command
 
 
 def cd_command(cwd: str) -> str:

@@ -25,6 +25,7 @@ from tests.sshhost import SSHD_USABLE, SshHost, ssh_host
 
 pytestmark = pytest.mark.timeout(120)
 
+LEFT_BY_A_RUNTIME = {"runtime.log", "runtime.lock", "start.lock", "settings.toml", "collab"}
 PHASES = ["resolving", "connecting", "authenticating", "opening_shell", "ready"]
 KINDS = [
     "asyncssh",
@@ -46,6 +47,8 @@ def rt(host: SshHost, runtime_env: dict[str, str]) -> Iterator[Runtime]:
     (data / "settings.toml").write_text(host.profiles_toml())
     with started_runtime(runtime_env) as started:
         yield started
+    # Nothing of the SSH panes stays behind (their connection slots lived in the ipc dir).
+    assert {p.name for p in data.iterdir()} <= LEFT_BY_A_RUNTIME
 
 
 def record(rt: Runtime, pane_id: int, window_id: int = 1) -> dict[str, Any]:
@@ -119,7 +122,7 @@ def test_a_pane_walks_its_phases_each_a_revision_and_gets_the_remote_contract(
     ]
     assert logged[: len(PHASES)] == PHASES, logged
     pane = record(rt, pane_id)
-    assert pane["remote"] is True and pane["pid"] is None
+    assert pane["remote"] is True and pane["pid"] is None and pane["cwd"] == "~"
     assert pane["ssh"] == {
         "host": "127.0.0.1",
         "port": host.port,
@@ -369,3 +372,18 @@ def test_a_key_from_the_agent(host: SshHost, runtime_env: dict[str, str], tmp_pa
     finally:
         agent.terminate()
         agent.wait(10)
+
+
+def test_a_flood_over_ssh_arrives_whole(rt: Runtime, host: SshHost) -> None:
+    """Remote output faster than the screen takes it: the channel pauses, nothing is lost."""
+    pane_id = new_tab(rt, "buildi")
+    assert settled_phase(rt, pane_id)["ssh"]["phase"] == "ready"
+    ran = rt.ok(
+        "pane.run",
+        {"pane_id": pane_id, "command": "seq 1 1500000; echo flood-done", "timeout_ms": 90_000},
+    )
+    assert ran["exit_code"] == 0
+    text = rt.wait_text(pane_id, "flood-done")
+    lines = text.split("\n")
+    assert "1500000" in lines and lines.index("1500000") + 1 == lines.index("flood-done")
+    assert rt.ok("pane.run", {"pane_id": pane_id, "command": "true"})["exit_code"] == 0

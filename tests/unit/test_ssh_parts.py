@@ -121,6 +121,7 @@ def test_the_remote_command() -> None:
     assert plain == (
         "exec env PEBREL_PANE_ID=3 ODD='it'\"'\"'s $HOME' sh -c 'exec \"${SHELL:-/bin/sh}\" -l'"
     )
+    assert remote_command(env, "~", None) == plain  # the remote home: no cd
     words = shlex.split(plain)
     assert words[:4] == ["exec", "env", "PEBREL_PANE_ID=3", "ODD=it's $HOME"]
     integrated = remote_command(env, "/srv/my dir", RemoteRc("/tmp/pebrel.x", True))
