@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import Runtime, started_runtime, wait_for
 from tests.e2e.test_events import Subscriber
+from tests.e2e.test_schema import problems
 from tests.sshhost import SSHD_USABLE, SshHost, ssh_host
 
 pytestmark = pytest.mark.timeout(120)
@@ -130,6 +131,10 @@ def test_a_pane_walks_its_phases_each_a_revision_and_gets_the_remote_contract(
         "phase": "ready",
     }
     prompt_drawn(rt, pane_id)
+    snapshot = rt.ok("runtime.snapshot")
+    assert problems(snapshot, "#/methods/runtime.snapshot/result") == []
+    failed = rt.error("pane.exec", {"pane_id": pane_id, "argv": ["true"]})
+    assert problems(failed, "#/$defs/error") == [], failed
     line = (
         'echo "env:$PEBREL_PANE_REMOTE:$PEBREL_WINDOW_ID:$PEBREL_PANE_ID:${PEBREL_CLI-no}:'
         '${PEBREL_BIN_DIR-no}:${PEBREL_DATA_DIR-no}:$TERM_PROGRAM"'
