@@ -38,7 +38,14 @@ from pebrel.cli.options import (
     wait_timeout_option,
     window_option,
 )
-from pebrel.cli.output import EXIT_ERROR, EXIT_OK, call, emit, submit_then_wait
+from pebrel.cli.output import (
+    EXIT_ERROR,
+    EXIT_OK,
+    call,
+    emit,
+    refuse_remote_agent_paste,
+    submit_then_wait,
+)
 from pebrel.model import READY_DEFAULT_TIMEOUT_MS
 
 agent_arg = click.argument("agent")
@@ -180,6 +187,8 @@ def paste(
     """Bracketed paste of multi-line text to AGENT; with --wait, return when that turn ends."""
     check_submit_wait(no_submit, wait_state)
     data = read_paste_text(text, from_stdin, from_file)
+    if from_stdin or from_file is not None:
+        refuse_remote_agent_paste(agent, "--stdin" if from_stdin else "--from-file", pretty)
     req = agent_params.agent_paste(
         agent=agent, generation=generation, text=data, submit=not no_submit
     )

@@ -170,3 +170,17 @@ def refuse_remote_paste(window_id: int | None, pane_id: int, source: str, pretty
                     },
                 )
                 finish(error_response(None, error), pretty)
+
+
+def refuse_remote_agent_paste(agent: str, source: str, pretty: bool) -> None:
+    """`refuse_remote_paste` for the pane an agent runs in (an agent in an SSH pane)."""
+    from pebrel.cli import agent_params
+
+    try:
+        found = request(agent_params.agent_get(agent=agent))
+    except Unreachable as exc:
+        emit(exc.envelope, pretty)
+        sys.exit(exc.status)
+    result = found.get("result") or {}
+    if found.get("ok") and isinstance(result.get("pane_id"), int):
+        refuse_remote_paste(result.get("window_id"), result["pane_id"], source, pretty)

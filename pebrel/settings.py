@@ -6,6 +6,7 @@ identity_file?, known_hosts?}``, R11.1), never both.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,10 +88,18 @@ def load_settings(directory: Path) -> Settings:
             isinstance(k, str) and isinstance(v, str) for k, v in env.items()
         ):
             raise SettingsError(f"profiles.{pid}.env must map strings to strings")
+        if ssh is not None and not all(_ENV_NAME.fullmatch(k) for k in env):
+            raise SettingsError(f"profiles.{pid}.env names must be shell variable names")
         cwd = spec.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise SettingsError(f"profiles.{pid}.cwd must be a string")
         profiles[pid] = Profile(id=pid, argv=list(argv or []), env=dict(env), cwd=cwd, ssh=ssh)
+    if default_shell is not None and (
+        default_shell.startswith("ssh:")
+        or (default_shell in profiles and profiles[default_shell].ssh is not None)
+    ):
+        # New tabs of agent.start/fork and splits would run local paths on the remote host.
+        raise SettingsError("default_shell must be a local shell, not an SSH profile")
     screen_rules = raw.get("screen_rules", [])
     try:
         load_rules(screen_rules)
@@ -104,6 +113,7 @@ def load_settings(directory: Path) -> Settings:
     )
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SSH_KEYS = frozenset({"host", "user", "port", "identity_file", "known_hosts"})
 
 

@@ -28,6 +28,7 @@ import errno
 import fcntl
 import logging
 import os
+import shlex
 import socket
 import struct
 import termios
@@ -38,6 +39,7 @@ from pebrel.workers.pty import ExitStatus
 from pebrel.workers.ssh_remote import (
     HostKeyReport,
     IntegrationFailed,
+    RemoteRc,
     remote_command,
     upload_integration,
 )
@@ -91,6 +93,7 @@ class SshPty:
         self._ended = False
         self._status: ExitStatus | None = None
         self._report: PhaseReport = lambda phase, error: None
+        self._rc: RemoteRc | None = None  # the integration, once uploaded
         self.phase = "resolving"
 
     # -- the interface the worker uses ------------------------------------------------------
@@ -155,11 +158,27 @@ class SshPty:
         try:
             await self._open()
         except asyncio.CancelledError:
+            self._abort()
             raise
         except Exception as exc:
             reason = failure_reason(exc, self.ssh)
             self._phase("failed", reason)
             self._finish(ExitStatus(None, None, f"ssh: {reason}"))
+            await self._remove_upload()
+            self._abort()
+
+    def _abort(self) -> None:
+        """Drop the connection at once (a failed start must not keep one open)."""
+        if self._conn is not None:
+            self._conn.abort()
+
+    async def _remove_upload(self) -> None:
+        """After a failure past the integration's upload: remove it from the remote host."""
+        if self._conn is None or self._rc is None or self._chan is not None:
+            return
+        with contextlib.suppress(Exception):
+            command = "rm -rf -- " + shlex.quote(self._rc.directory)
+            await self._conn.run(command, check=False, timeout=5)
 
     async def _open(self) -> None:
         import asyncssh
@@ -173,10 +192,15 @@ class SshPty:
         except OSError as exc:
             raise Unreachable(f"cannot resolve {host}: {exc}") from exc
         self._phase("connecting")
-        async with host_slot(ssh["slots_dir"], host, port):
+        # Slots by the address the host resolved to: two names of one host share them.
+        async with host_slot(ssh["slots_dir"], str(infos[0][4][0]), port):
             sock = await _tcp_connect(infos, host, port)
             self._phase("authenticating")
             known_hosts = ssh["known_hosts"]
+            identity = ssh.get("identity_file")
+            if identity and not os.access(identity, os.R_OK):
+                sock.close()
+                raise Refused(f"the identity_file {identity} cannot be read")
             if not os.path.isfile(known_hosts):
                 sock.close()
                 raise Refused(
@@ -193,10 +217,8 @@ class SshPty:
                 "keepalive_interval": KEEPALIVE_S,
                 "login_timeout": LOGIN_TIMEOUT_S,
             }
-            if ssh.get("identity_file"):
-                options["client_keys"] = [ssh["identity_file"]]
-            else:
-                options["ignore_encrypted"] = True
+            if identity:
+                options["client_keys"] = [identity]
             try:
                 self._conn = await asyncio.wait_for(
                     asyncssh.connect(host, port, sock=sock, **options), LOGIN_TIMEOUT_S
@@ -204,8 +226,9 @@ class SshPty:
             except asyncssh.HostKeyNotVerifiable as exc:
                 raise Refused(HostKeyReport(known_hosts, host, port).reason()) from exc
         self._phase("opening_shell")
-        rc = await upload_integration(self._conn, self.key) if self.key is not None else None
-        command = remote_command(self.env, self.cwd, rc)
+        if self.key is not None:
+            self._rc = await upload_integration(self._conn, self.key)
+        command = remote_command(self.env, self.cwd, self._rc)
         cols, rows = self.size
         self._chan, _ = await self._conn.create_session(
             lambda: cast("asyncssh.SSHClientSession[bytes]", _Session(self)),
@@ -233,7 +256,21 @@ class SshPty:
             asyncio.get_running_loop().remove_reader(self._bridge.fileno())
             return
         if self._chan is not None and not self._ended:
-            self._chan.write(data)
+            try:
+                self._chan.write(data)
+            except (OSError, asyncssh_error()):
+                pass  # the channel is closing: its end is reported by connection_lost
+
+    def input_paused(self, paused: bool) -> None:
+        """The remote side takes no more input for now: stop reading the worker's writes, so
+        the worker's own write deadline ("not reading input") applies as for a local pane."""
+        if self._ended:
+            return
+        loop = asyncio.get_running_loop()
+        if paused:
+            loop.remove_reader(self._bridge.fileno())
+        else:
+            loop.add_reader(self._bridge.fileno(), self._from_worker)
 
     def output(self, data: bytes) -> None:
         """Remote output: to the worker (the channel pauses while the worker lags behind)."""
@@ -271,6 +308,8 @@ class SshPty:
 
     def session_ended(self, exc: Exception | None) -> None:
         """The channel closed: with the remote shell's exit status, or the connection lost."""
+        if self._status is not None:
+            return  # closed from here (the pane closes): nothing to report
         chan = self._chan
         code = chan.get_exit_status() if chan is not None else None
         signal = chan.get_exit_signal() if chan is not None else None
@@ -327,10 +366,10 @@ class _Session:
         pass
 
     def pause_writing(self) -> None:
-        pass
+        self.pty.input_paused(True)
 
     def resume_writing(self) -> None:
-        pass
+        self.pty.input_paused(False)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.pty.session_ended(exc)
@@ -403,7 +442,8 @@ def failure_reason(exc: Exception, ssh: dict[str, Any]) -> str:
             "agent or identity_file; Pebrel never asks for a password)"
         )
     if isinstance(exc, asyncssh.KeyImportError | asyncssh.KeyEncryptionError):
-        return f"the identity file cannot be used: {exc} (load an encrypted key into ssh-agent)"
+        source = ssh.get("identity_file") or "a default key in ~/.ssh"
+        return f"{source} cannot be used: {exc} (load an encrypted key into ssh-agent)"
     if isinstance(exc, asyncssh.ChannelOpenError):
         return f"the server refused a shell: {exc.reason}"
     if isinstance(exc, asyncssh.DisconnectError):
@@ -413,3 +453,9 @@ def failure_reason(exc: Exception, ssh: dict[str, Any]) -> str:
     if isinstance(exc, OSError):
         return f"connection to {target} failed: {exc.strerror or exc}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def asyncssh_error() -> type[Exception]:
+    import asyncssh
+
+    return asyncssh.Error

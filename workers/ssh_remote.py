@@ -6,7 +6,7 @@ Without integration the user's login shell runs (``$SHELL -l``, as ``ssh`` gives
 ``integration = true`` it is bash with Pebrel's integration (``workers/shellinit/bash.sh``),
 uploaded over its own exec channel into a private directory (``mktemp -d``, mode 0700) with
 the pane's mark secret in a file of its own (never in a command line a remote ``ps`` shows);
-the integration reads the secret, and the directory is removed once it has been read.
+the rcfile takes the secret and removes the directory before anything of the user's runs.
 """
 
 from __future__ import annotations
@@ -31,10 +31,14 @@ UPLOAD = (
     'IFS= read -r k && printf "%s\\n" "$k" >"$d/key" && cat >"$d/rc" && printf "%s\\n" "$d" && '
     '{ grep -qa /etc/bash.bashrc "$(command -v bash)" 2>/dev/null && echo read || echo; }'
 )
-#: Around the uploaded bash.sh: remember the directory, remove it once the secret is read.
-RC_HEAD = "__pebrel_rc_dir=${PEBREL_REMOTE_RC_DIR-}\nunset PEBREL_REMOTE_RC_DIR\n"
-RC_TAIL = (
-    '\n[[ -n $__pebrel_rc_dir ]] && command rm -rf -- "$__pebrel_rc_dir"\nunset __pebrel_rc_dir\n'
+#: Before the uploaded bash.sh (bash has read the whole rcfile by then): take the secret and
+#: remove the directory at once, before the user's ~/.bashrc runs (it may exec another shell).
+RC_HEAD = (
+    "__pebrel_rc_dir=${PEBREL_REMOTE_RC_DIR-}\nunset PEBREL_REMOTE_RC_DIR\n"
+    'IFS= read -r __pebrel_preset_key 2>/dev/null <"$PEBREL_SHELL_KEY_FILE"\n'
+    "unset PEBREL_SHELL_KEY_FILE\n"
+    '[[ -n $__pebrel_rc_dir ]] && command rm -rf -- "$__pebrel_rc_dir"\n'
+    "unset __pebrel_rc_dir\n"
 )
 UPLOAD_TIMEOUT_S = 15.0
 
@@ -72,9 +76,12 @@ def cd_command(cwd: str) -> str:
 
 async def upload_integration(conn: asyncssh.SSHClientConnection, key: ShellKey) -> RemoteRc:
     """Put Pebrel's bash integration and the pane's secret on the remote host."""
-    rc = RC_HEAD + BASH_RCFILE.read_text(encoding="utf-8") + RC_TAIL
-    result = await conn.run(
-        UPLOAD, input=key.value + "\n" + rc, check=False, timeout=UPLOAD_TIMEOUT_S
+    rc = RC_HEAD + BASH_RCFILE.read_text(encoding="utf-8")
+    result = await conn.run(  # through sh: the account's login shell may be fish or csh
+        "sh -c " + shlex.quote(UPLOAD),
+        input=key.value + "\n" + rc,
+        check=False,
+        timeout=UPLOAD_TIMEOUT_S,
     )
     lines = str(result.stdout or "").splitlines()
     if result.exit_status != 0 or not lines or not lines[0].startswith("/"):

@@ -191,6 +191,16 @@ async def wait(rt: Runtime, params: PaneWaitParams) -> Result:
         await rt.next_change(pane, remaining)
 
 
+async def ssh_settled(rt: Runtime, pane: Pane, limit: float) -> None:
+    """Until an SSH pane's connection is ready or failed, or ``limit`` (time.monotonic())."""
+    while (
+        pane.ssh is not None
+        and pane.ssh["phase"] not in ("ready", "failed")
+        and (left := limit - time.monotonic()) > 0
+    ):
+        await rt.next_change(pane, left)
+
+
 def _not_at_prompt(pane: Pane) -> PebrelError:
     state = pane.tracker.state
     return PebrelError(
@@ -211,6 +221,9 @@ async def run_command(
     data = checked_line(command, "command")
     timeout_s = timeout_ms / 1000
     unsent = not_sent()
+    start = time.monotonic()
+    # An SSH pane still connecting is waited for, as a local pane's first prompt is.
+    await ssh_settled(rt, pane, start + min(timeout_s, FIRST_PROMPT_TIMEOUT_S))
     require_live(pane, unsent)
     if not pane.integrated:
         raise PebrelError(
@@ -218,7 +231,6 @@ async def run_command(
             f"pane {pane.pane_id} runs a shell without OSC 133 integration; use pane.prompt",
             {**pane_ids(pane), **unsent},
         )
-    start = time.monotonic()
     tracker = pane.tracker
     require_unlocked(pane, unsent)
     if tracker.command_active:

@@ -49,6 +49,9 @@ def load_settings_text(tmp_path: Path, text: str) -> Settings:
         ('[profiles.a]\nssh = { host = "h" }\nargv = ["bash"]\n', "either argv or ssh"),
         ('[profiles.a]\nargv = ["bash"]\nintegration = true\n', "ssh profiles only"),
         ('[profiles.a]\nssh = { host = "h" }\nintegration = "yes"\n', "true or false"),
+        ('[profiles.a]\nssh = { host = "h" }\nenv = { "A;rm" = "x" }\n', "variable names"),
+        ('default_shell = "a"\n[profiles.a]\nssh = { host = "h" }\n', "not an SSH profile"),
+        ('default_shell = "ssh:h"\n', "not an SSH profile"),
     ],
 )
 def test_a_bad_ssh_profile_names_its_field(tmp_path: Path, text: str, message: str) -> None:

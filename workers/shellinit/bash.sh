@@ -12,8 +12,10 @@
 # builtin to remove a file, and an `rm` process would slow every pane's start).
 # Helper variables are shell variables only: nothing is exported to child processes.
 
-__pebrel_key=
-if [[ -n ${PEBREL_SHELL_KEY_FILE-} ]]; then
+# (An SSH pane's rcfile has read it already, into __pebrel_preset_key: workers/ssh_remote.py.)
+__pebrel_key=${__pebrel_preset_key-}
+unset __pebrel_preset_key
+if [[ -z $__pebrel_key && -n ${PEBREL_SHELL_KEY_FILE-} ]]; then
     IFS= read -r __pebrel_key 2>/dev/null <"$PEBREL_SHELL_KEY_FILE"
 fi
 unset PEBREL_SHELL_KEY_FILE
