@@ -60,6 +60,36 @@ class Terminal(Protocol):
     def close_fd(self) -> None: ...
 
 
+def read_now(fd: int, size: int, eof_errnos: tuple[int, ...]) -> bytes | None:
+    """A non-blocking read of a terminal's fd: the bytes there now, None when there are none
+    yet, b"" at the end (EOF, or one of ``eof_errnos``: how the backend's fd says it)."""
+    try:
+        return os.read(fd, size)
+    except BlockingIOError:
+        return None
+    except OSError as exc:
+        if exc.errno in eof_errnos:
+            return b""
+        raise
+
+
+def waiting_bytes(fd: int) -> int:
+    """Bytes waiting to be read on ``fd`` right now (FIONREAD: PTYs and sockets alike)."""
+    try:
+        raw = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+    except OSError:
+        return 0
+    return int(struct.unpack("i", raw)[0])
+
+
+def write_now(fd: int, data: bytes) -> int:
+    """Write what the kernel takes now; 0 when the fd is full."""
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+
+
 def _set_size(fd: int, cols: int, rows: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
@@ -119,29 +149,15 @@ class PosixPty:
 
     def read(self, size: int = 65536) -> bytes | None:
         """Bytes available now; b"" when the child side is gone (EIO); None when none yet."""
-        try:
-            return os.read(self.fd, size)
-        except BlockingIOError:
-            return None
-        except OSError as exc:
-            if exc.errno == errno.EIO:
-                return b""
-            raise
+        return read_now(self.fd, size, (errno.EIO,))
 
     def waiting(self) -> int:
         """Bytes the terminal holds for us to read right now (FIONREAD)."""
-        try:
-            raw = fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0")
-        except OSError:
-            return 0
-        return int(struct.unpack("i", raw)[0])
+        return waiting_bytes(self.fd)
 
     def write(self, data: bytes) -> int:
         """Write what the kernel takes now; 0 when the PTY is full."""
-        try:
-            return os.write(self.fd, data)
-        except BlockingIOError:
-            return 0
+        return write_now(self.fd, data)
 
     def resize(self, cols: int, rows: int) -> None:
         _set_size(self.fd, cols, rows)

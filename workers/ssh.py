@@ -30,12 +30,10 @@ import logging
 import os
 import shlex
 import socket
-import struct
-import termios
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from pebrel.workers.pty import ExitStatus
+from pebrel.workers.pty import ExitStatus, read_now, waiting_bytes, write_now
 from pebrel.workers.ssh_remote import (
     HostKeyReport,
     IntegrationFailed,
@@ -98,27 +96,13 @@ class SshPty:
 
     # -- the interface the worker uses ------------------------------------------------------
     def read(self, size: int = 65536) -> bytes | None:
-        try:
-            return os.read(self.fd, size)
-        except BlockingIOError:
-            return None
-        except OSError as exc:
-            if exc.errno in (errno.ECONNRESET, errno.EBADF):
-                return b""
-            raise
+        return read_now(self.fd, size, (errno.ECONNRESET, errno.EBADF))
 
     def waiting(self) -> int:
-        try:
-            raw = fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0")
-        except OSError:
-            return 0
-        return int(struct.unpack("i", raw)[0])
+        return waiting_bytes(self.fd)
 
     def write(self, data: bytes) -> int:
-        try:
-            return os.write(self.fd, data)
-        except BlockingIOError:
-            return 0
+        return write_now(self.fd, data)
 
     def resize(self, cols: int, rows: int) -> None:
         self.size = (cols, rows)
